@@ -1,0 +1,25 @@
+// Sleeping on a 32-bit atomic with Linux futexes, without the waiter-pool indirection
+// of std::atomic::wait: the device's cores wake each other on every multi-core launch.
+#pragma once
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+namespace opscope {
+
+// Sleeps while *a == expected (returns at once if it already differs; may wake spuriously).
+inline void futex_wait(std::atomic<uint32_t>& a, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&a), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+inline void futex_wake_all(std::atomic<uint32_t>& a) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&a), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+inline void futex_wake_one(std::atomic<uint32_t>& a) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&a), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+}  // namespace opscope

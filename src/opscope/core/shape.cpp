@@ -1,0 +1,74 @@
+#include "opscope/core/shape.h"
+
+#include <algorithm>
+
+#include "opscope/core/error.h"
+
+namespace opscope {
+
+Dims::Dims(std::initializer_list<int64_t> v) : Dims(std::span<const int64_t>(v.begin(), v.size())) {}
+
+Dims::Dims(std::span<const int64_t> v) {
+  if (v.size() > size_t(kMaxDims)) fail("shape", "{} dims given, at most {} are supported", v.size(), kMaxDims);
+  n_ = int(v.size());
+  std::copy(v.begin(), v.end(), d_.begin());
+}
+
+void Dims::push_back(int64_t v) {
+  if (n_ == kMaxDims) fail("shape", "more than {} dims", kMaxDims);
+  d_[n_++] = v;
+}
+
+void Dims::resize(int n, int64_t fill) {
+  if (n > kMaxDims || n < 0) fail("shape", "{} dims requested, at most {} are supported", n, kMaxDims);
+  for (int i = n_; i < n; ++i) d_[i] = fill;
+  n_ = n;
+}
+
+int64_t Dims::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < n_; ++i) n *= d_[i];
+  return n;
+}
+
+std::string Dims::str() const {
+  std::string s = "(";
+  for (int i = 0; i < n_; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(d_[i]);
+  }
+  return s + ")";
+}
+
+Strides contiguous_strides(const Shape& shape) {
+  Strides s;
+  s.resize(shape.size());
+  int64_t acc = 1;
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  return s;
+}
+
+int normalize_axis(int64_t axis, int ndim, const char* op) {
+  int64_t a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= ndim) fail(op, "axis {} is out of range for a tensor of {} dims", axis, ndim);
+  return int(a);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  int n = std::max(a.size(), b.size());
+  Shape out;
+  out.resize(n);
+  for (int i = 0; i < n; ++i) {
+    int ia = a.size() - n + i, ib = b.size() - n + i;
+    int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(op, "shapes {} and {} do not broadcast (dim {}: {} vs {})", a.str(), b.str(), i, da, db);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace opscope

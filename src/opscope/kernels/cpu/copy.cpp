@@ -1,0 +1,245 @@
+#include "opscope/kernels/cpu/copy.h"
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "opscope/kernels/cpu/strided.h"
+#include "opscope/runtime/runtime.h"
+
+namespace opscope::cpu_kernels {
+
+namespace {
+
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_integral_v<To> && std::is_integral_v<From>) {
+    return static_cast<To>(v);
+  } else if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_integral_v<To>) {
+    return static_cast<To>(to_f32(v));
+  } else if constexpr (std::is_integral_v<From>) {
+    return from_f32<To>(float(v));
+  } else {
+    return from_f32<To>(to_f32(v));
+  }
+}
+
+int64_t blocks(int64_t n) { return (n + kElemBlock - 1) / kElemBlock; }
+
+}  // namespace
+
+void launch_copy(const Tensor& dst, const Tensor& src) {
+  int64_t n = dst.numel();
+  Shape shape = src.shape();
+  std::array<Strides, 2> strides{contiguous_strides(shape), src.strides()};
+  char* d = static_cast<char*>(dst.data_ptr());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  DType dt = dst.dtype(), st = src.dtype();
+  bool flat = src.is_contiguous() && dt == st;
+  LaunchSpec spec;
+  spec.name = dt == st ? fmt::format("copy_{}", dtype_name(dt)) : fmt::format("cast_{}_{}", dtype_name(st), dtype_name(dt));
+  spec.work = blocks(n);
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = n * int64_t(itemsize(dt) + itemsize(st));
+  spec.body = [=](int64_t b, int64_t e) {
+    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+    if (flat) {
+      size_t sz = itemsize(dt);
+      std::memcpy(d + lo * sz, s + lo * sz, size_t(hi - lo) * sz);
+      return;
+    }
+    OPSCOPE_DISPATCH_ALL(dt, To, [&] {
+      OPSCOPE_DISPATCH_ALL(st, From, [&] {
+        To* out = reinterpret_cast<To*>(d);
+        const From* in = reinterpret_cast<const From*>(s);
+        for_each_run<2>(shape, strides, lo, hi, [&](auto off, auto inner, int64_t count) {
+          To* o = out + off[0];
+          const From* x = in + off[1];
+          int64_t is = inner[1];
+          if (is == 1)
+            for (int64_t i = 0; i < count; ++i) o[i] = convert<To>(x[i]);
+          else
+            for (int64_t i = 0; i < count; ++i) o[i] = convert<To>(x[i * is]);
+        });
+      });
+    });
+  };
+  runtime::launch(dst.device(), std::move(spec), {&src}, {&dst});
+}
+
+void launch_from_host_f32(const Tensor& dst, std::shared_ptr<const std::vector<float>> buf) {
+  int64_t n = dst.numel();
+  DType dt = dst.dtype();
+  void* d = dst.data_ptr();
+  LaunchSpec spec;
+  spec.name = "memcpy_h2d";
+  spec.kind = Launch::Kind::copy_h2d;
+  spec.work = blocks(n);
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = n * int64_t(4 + itemsize(dt));
+  spec.body = [=](int64_t b, int64_t e) {
+    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
+      T* o = static_cast<T*>(d);
+      const auto* host = buf->data();
+      for (int64_t i = lo; i < hi; ++i) o[i] = convert<T>(host[i]);
+    });
+  };
+  runtime::launch(dst.device(), std::move(spec), {}, {&dst});
+}
+
+void launch_from_host_i64(const Tensor& dst, std::shared_ptr<const std::vector<int64_t>> buf) {
+  int64_t n = dst.numel();
+  DType dt = dst.dtype();
+  void* d = dst.data_ptr();
+  LaunchSpec spec;
+  spec.name = "memcpy_h2d";
+  spec.kind = Launch::Kind::copy_h2d;
+  spec.work = blocks(n);
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = n * int64_t(8 + itemsize(dt));
+  spec.body = [=](int64_t b, int64_t e) {
+    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
+      T* o = static_cast<T*>(d);
+      const auto* host = buf->data();
+      for (int64_t i = lo; i < hi; ++i) o[i] = convert<T>(host[i]);
+    });
+  };
+  runtime::launch(dst.device(), std::move(spec), {}, {&dst});
+}
+
+void launch_to_host_f32(float* host, const Tensor& src) {
+  int64_t n = src.numel();
+  Shape shape = src.shape();
+  std::array<Strides, 1> strides{src.strides()};
+  DType st = src.dtype();
+  const void* s = src.data_ptr();
+  LaunchSpec spec;
+  spec.name = "memcpy_d2h";
+  spec.kind = Launch::Kind::copy_d2h;
+  spec.work = blocks(n);
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = n * int64_t(4 + itemsize(st));
+  spec.body = [=](int64_t b, int64_t e) {
+    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+    OPSCOPE_DISPATCH_ALL(st, T, [&] {
+      const T* in = static_cast<const T*>(s);
+      float* o = host + lo;
+      for_each_run<1>(shape, strides, lo, hi, [&](auto off, auto inner, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) o[i] = convert<float>(in[off[0] + i * inner[0]]);
+        o += count;
+      });
+    });
+  };
+  runtime::launch(src.device(), std::move(spec), {&src}, {});
+}
+
+void launch_to_host_bytes(void* host, const Tensor& src) {
+  int64_t nbytes = src.nbytes();
+  const char* s = static_cast<const char*>(src.data_ptr());
+  char* h = static_cast<char*>(host);
+  constexpr int64_t kChunk = 1 << 16;
+  LaunchSpec spec;
+  spec.name = "memcpy_d2h";
+  spec.kind = Launch::Kind::copy_d2h;
+  spec.work = (nbytes + kChunk - 1) / kChunk;
+  spec.grain = 4;
+  spec.bytes = 2 * nbytes;
+  spec.body = [=](int64_t b, int64_t e) {
+    int64_t lo = b * kChunk, hi = std::min(nbytes, e * kChunk);
+    std::memcpy(h + lo, s + lo, size_t(hi - lo));
+  };
+  runtime::launch(src.device(), std::move(spec), {&src}, {});
+}
+
+void launch_fill(const Tensor& dst, double value) {
+  int64_t n = dst.numel();
+  DType dt = dst.dtype();
+  void* d = dst.data_ptr();
+  LaunchSpec spec;
+  spec.name = fmt::format("fill_{}", dtype_name(dt));
+  spec.work = blocks(n);
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = n * int64_t(itemsize(dt));
+  spec.body = [=](int64_t b, int64_t e) {
+    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
+      T v;
+      if constexpr (std::is_integral_v<T>) v = T(value);
+      else v = from_f32<T>(float(value));
+      T* o = static_cast<T*>(d);
+      for (int64_t i = lo; i < hi; ++i) o[i] = v;
+    });
+  };
+  runtime::launch(dst.device(), std::move(spec), {}, {&dst});
+}
+
+void launch_arange(const Tensor& dst, double start, double step) {
+  int64_t n = dst.numel();
+  DType dt = dst.dtype();
+  void* d = dst.data_ptr();
+  LaunchSpec spec;
+  spec.name = fmt::format("arange_{}", dtype_name(dt));
+  spec.work = blocks(n);
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = n * int64_t(itemsize(dt));
+  spec.body = [=](int64_t b, int64_t e) {
+    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
+      T* o = static_cast<T*>(d);
+      for (int64_t i = lo; i < hi; ++i) {
+        double v = start + double(i) * step;
+        if constexpr (std::is_integral_v<T>) o[i] = T(v);
+        else o[i] = from_f32<T>(float(v));
+      }
+    });
+  };
+  runtime::launch(dst.device(), std::move(spec), {}, {&dst});
+}
+
+namespace {
+// splitmix64: a strong 64-bit mix, so element i's value needs only (seed, i).
+inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+inline float unit(uint64_t bits) { return float((bits >> 40) + 0.5) * (1.0f / 16777216.0f); }  // (0, 1)
+}  // namespace
+
+void launch_random(const Tensor& dst, uint64_t seed, bool normal, float a, float b) {
+  int64_t n = dst.numel();
+  DType dt = dst.dtype();
+  void* d = dst.data_ptr();
+  uint64_t key = mix(seed ^ 0x5eedull);
+  LaunchSpec spec;
+  spec.name = fmt::format("{}_{}", normal ? "randn" : "rand", dtype_name(dt));
+  spec.work = blocks(n);
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = n * int64_t(itemsize(dt));
+  spec.body = [=](int64_t bb, int64_t e) {
+    int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
+    OPSCOPE_DISPATCH_FLOAT(dt, T, [&] {
+      T* o = static_cast<T*>(d);
+      for (int64_t i = lo; i < hi; ++i) {
+        uint64_t r = mix(key + uint64_t(i) * 0x632be59bd9b4e019ull);
+        float v;
+        if (normal) {  // Box-Muller on two 32-bit halves
+          float u1 = float((r >> 40) + 0.5) * (1.0f / 16777216.0f);
+          float u2 = float(((r >> 8) & 0xffffff) + 0.5) * (1.0f / 16777216.0f);
+          v = a + b * std::sqrt(-2.0f * std::log(u1)) * std::cos(6.28318530718f * u2);
+        } else {
+          v = a + (b - a) * unit(r);
+        }
+        o[i] = from_f32<T>(v);
+      }
+    });
+  };
+  runtime::launch(dst.device(), std::move(spec), {}, {&dst});
+}
+
+}  // namespace opscope::cpu_kernels

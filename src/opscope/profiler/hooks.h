@@ -1,0 +1,42 @@
+// Instrumentation points of the three layers. The runtime calls these; the profiler
+// implements them. When nothing records, each point costs one relaxed load and a branch.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+namespace opscope {
+class Tensor;
+struct Launch;
+}  // namespace opscope
+
+namespace opscope::prof {
+
+enum Layer : uint32_t { kFramework = 1, kRuntime = 2, kDevice = 4 };
+
+// Bitmask of layers being recorded now (0 when no profile is active).
+extern std::atomic<uint32_t> g_layers;
+inline uint32_t layers() { return g_layers.load(std::memory_order_relaxed); }
+
+// ---- framework layer ----
+// Correlation id of the innermost framework op on this thread (0 outside any op).
+uint64_t current_op_id();
+// Begins a framework op; returns its correlation id. `ret` is the return address of
+// the op's public function, resolved to the caller's source location when with_stack.
+uint64_t op_begin(const char* name, std::span<const Tensor* const> inputs, void* ret);
+void op_end(uint64_t id);
+
+// ---- runtime layer ----
+void on_alloc(int device, const void* ptr, int64_t bytes, int64_t allocated_now);
+void on_free(int device, const void* ptr, int64_t bytes, int64_t allocated_now);
+// A launch was queued on a stream; t0 is when the runtime step began (after the op's
+// framework step), so [t0, now] is the runtime's own time for it.
+void on_launch(const Launch& l, int device, int stream, int64_t t0);
+enum class SyncKind : uint8_t { stream, device, event, tensor_read };
+void on_sync(SyncKind kind, int device, int stream, int64_t t0, int64_t t1);
+
+// ---- device layer ----
+// One core executed [begin, end) of launch `l`'s work, from t0 to t1.
+void on_kernel(const Launch& l, int device, int core, int64_t t0, int64_t t1, int64_t bytes);
+
+}  // namespace opscope::prof

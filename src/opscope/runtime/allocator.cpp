@@ -1,0 +1,93 @@
+#include "opscope/runtime/allocator.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+
+#include "opscope/core/error.h"
+#include "opscope/profiler/hooks.h"
+
+namespace opscope {
+
+namespace {
+constexpr size_t kSmall = 1 << 20;
+constexpr size_t kSmallRound = 512;
+constexpr size_t kLargeRound = 2 << 20;
+}  // namespace
+
+size_t CachingAllocator::round_size(size_t n) {
+  if (n == 0) n = 1;
+  size_t r = n < kSmall ? kSmallRound : kLargeRound;
+  return (n + r - 1) / r * r;
+}
+
+CachingAllocator::~CachingAllocator() { empty_cache(); }
+
+Block CachingAllocator::allocate(size_t nbytes) {
+  size_t size = round_size(nbytes);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stats_.num_allocs++;
+    // Best fit; a cached block may be at most twice the request so big blocks are not
+    // wasted on small tensors.
+    auto it = free_.lower_bound(size);
+    if (it != free_.end() && it->first <= 2 * size) {
+      size = it->first;
+      p = it->second;
+      free_.erase(it);
+      stats_.num_cache_hits++;
+    }
+  }
+  if (!p) {
+    size_t align = size >= kLargeRound ? kLargeRound : 64;
+    p = std::aligned_alloc(align, size);
+    if (!p) {
+      // Give the cache back and try once more before failing.
+      empty_cache();
+      p = std::aligned_alloc(align, size);
+    }
+    if (!p) fail("allocator", "out of memory on cpu:{} allocating {} bytes", device_index_, size);
+    if (size >= kLargeRound) madvise(p, size, MADV_HUGEPAGE);
+    std::lock_guard<std::mutex> g(m_);
+    stats_.num_os_allocs++;
+    stats_.reserved += int64_t(size);
+  }
+  int64_t now;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stats_.allocated += int64_t(size);
+    if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+    now = stats_.allocated;
+  }
+  if (prof::layers() & prof::kRuntime) prof::on_alloc(device_index_, p, int64_t(size), now);
+  return Block{p, size};
+}
+
+void CachingAllocator::free(Block b) {
+  if (!b.ptr) return;
+  int64_t now;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    free_.emplace(b.size, b.ptr);
+    stats_.allocated -= int64_t(b.size);
+    now = stats_.allocated;
+  }
+  if (prof::layers() & prof::kRuntime) prof::on_free(device_index_, b.ptr, int64_t(b.size), now);
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> g(m_);
+  for (auto& [size, p] : free_) {
+    std::free(p);
+    stats_.reserved -= int64_t(size);
+  }
+  free_.clear();
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> g(m_);
+  return stats_;
+}
+
+}  // namespace opscope

@@ -1,0 +1,49 @@
+// A caching allocator: freed blocks go back to a per-device pool and are handed out
+// again, so a steady-state loop of ops allocates from the OS (and page-faults) only once.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace opscope {
+
+struct AllocatorStats {
+  int64_t allocated = 0;       // bytes in blocks handed out now
+  int64_t reserved = 0;        // bytes held from the OS (allocated + cached)
+  int64_t peak_allocated = 0;  // high-water mark of `allocated`
+  int64_t num_allocs = 0;      // allocate() calls
+  int64_t num_cache_hits = 0;  // allocate() calls served from the cache
+  int64_t num_os_allocs = 0;   // allocate() calls that went to the OS
+};
+
+struct Block {
+  void* ptr = nullptr;
+  size_t size = 0;  // rounded size, as held by the allocator
+};
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(int device_index) : device_index_(device_index) {}
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Never returns null: throws "[allocator] out of memory ..." instead.
+  Block allocate(size_t nbytes);
+  void free(Block b);
+  // Returns every cached (free) block to the OS.
+  void empty_cache();
+  AllocatorStats stats() const;
+
+  // Small requests round up to 512 B, large ones to 2 MiB (huge-page sized).
+  static size_t round_size(size_t nbytes);
+
+ private:
+  int device_index_;
+  mutable std::mutex m_;
+  std::multimap<size_t, void*> free_;
+  AllocatorStats stats_;
+};
+
+}  // namespace opscope

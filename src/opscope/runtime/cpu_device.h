@@ -1,0 +1,52 @@
+// The CPU device. Its cores are worker threads (pinned to CPUs where the OS allows).
+// Core 0 is also the scheduler: it takes the next ready launch from the streams and,
+// when the launch has enough work, fans slices of it out to the other cores.
+#pragma once
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "opscope/runtime/device.h"
+
+namespace opscope {
+
+class CpuDevice final : public Device {
+ public:
+  // num_cores <= 0 means all hardware threads.
+  explicit CpuDevice(int num_cores = 0, bool pin = true);
+  // Finishes queued work, then stops the cores. Tensors on this device must be gone.
+  ~CpuDevice() override;
+
+  int num_cores() const override { return num_cores_; }
+  std::string description() const override;
+  void notify_work() override;
+
+ private:
+  void scheduler_loop();
+  void helper_loop(int core);
+  void execute(Launch& l, Stream& s);
+  void run_slice(Launch& l, int core, int ncores);
+  void record_error(std::exception_ptr e);
+
+  int num_cores_;
+  bool pinned_ = false;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+
+  // Scheduler wake-up.
+  std::atomic<uint32_t> work_signal_{0};
+  std::atomic<bool> sched_sleeping_{false};
+
+  // Fan-out of one launch to cores 1..n-1; every helper acknowledges every job.
+  Launch* job_ = nullptr;
+  int job_cores_ = 1;
+  std::atomic<uint32_t> job_gen_{0};
+  std::atomic<int> job_pending_{0};
+  std::atomic<int> helpers_sleeping_{0};
+  std::mutex job_err_m_;
+  std::exception_ptr job_err_;
+};
+
+}  // namespace opscope

@@ -1,0 +1,68 @@
+// A device: memory (through a caching allocator), a set of cores that execute
+// kernels, and streams that queue launches for them.
+#pragma once
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "opscope/runtime/allocator.h"
+#include "opscope/runtime/stream.h"
+
+namespace opscope {
+
+enum class DeviceType : uint8_t { cpu, cuda };
+
+class Device {
+ public:
+  static constexpr int kMaxStreams = 64;
+  static constexpr int kMaxDevices = 16;
+
+  virtual ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  DeviceType type() const { return type_; }
+  // Process-wide index (also the allocator's and the profiler's device id).
+  int index() const { return index_; }
+  // "cpu:0"
+  std::string name() const;
+  virtual int num_cores() const = 0;
+  // One line for tables and profiles: kind, cores, ISA.
+  virtual std::string description() const = 0;
+
+  CachingAllocator& allocator() { return allocator_; }
+  Stream& default_stream() { return *streams_[0]; }
+  // A new stream, owned by the device (at most kMaxStreams).
+  Stream& create_stream();
+  int num_streams() const { return num_streams_.load(std::memory_order_acquire); }
+  Stream& stream(int i) { return *streams_[i]; }
+  // Waits for every stream; rethrows the first kernel error.
+  void synchronize();
+
+  // Called by Stream::submit: there is new work.
+  virtual void notify_work() = 0;
+
+  static Device* by_index(int index);
+
+ protected:
+  explicit Device(DeviceType t);
+
+ private:
+  DeviceType type_;
+  int index_;
+  CachingAllocator allocator_;
+  std::mutex streams_m_;
+  std::array<std::unique_ptr<Stream>, kMaxStreams> streams_;
+  std::atomic<int> num_streams_{0};
+};
+
+// The process's CPU device, made on first use with OPSCOPE_CPU_CORES cores (default:
+// all hardware threads). It lives until the process exits.
+Device& cpu();
+// Sets the core count of cpu() before its first use; throws if it already exists with
+// another count.
+void configure_cpu(int num_cores);
+
+}  // namespace opscope

@@ -1,0 +1,40 @@
+// The framework layer's mark on an op call: names the op for error messages of the
+// kernels it launches, and records the op (with a correlation id its launches carry)
+// when the profiler records the framework layer.
+#pragma once
+#include <initializer_list>
+
+#include "opscope/profiler/hooks.h"
+
+namespace opscope {
+
+class Tensor;
+
+class OpScope {
+ public:
+  OpScope(const char* name, std::initializer_list<const Tensor*> inputs, void* ret) : prev_(t_op) {
+    t_op = name;
+    if (prof::layers() & prof::kFramework) id_ = prof::op_begin(name, {inputs.begin(), inputs.size()}, ret);
+  }
+  ~OpScope() {
+    if (id_) prof::op_end(id_);
+    t_op = prev_;
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+  // Name of the innermost op on this thread ("" outside any op).
+  static const char* current() { return t_op ? t_op : ""; }
+
+ private:
+  static inline thread_local const char* t_op = nullptr;
+  const char* prev_;
+  uint64_t id_ = 0;
+};
+
+}  // namespace opscope
+
+// First statement of every public op: OPSCOPE_OP("add", &a, &b);
+// Must sit in the public function itself so that the return address is the user's call.
+#define OPSCOPE_OP(name, ...) \
+  ::opscope::OpScope opscope_op_scope_(name, {__VA_ARGS__}, __builtin_return_address(0))

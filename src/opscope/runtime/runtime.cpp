@@ -1,0 +1,67 @@
+#include "opscope/runtime/runtime.h"
+
+#include "opscope/core/clock.h"
+#include "opscope/core/error.h"
+#include "opscope/profiler/hooks.h"
+#include "opscope/runtime/op_scope.h"
+
+namespace opscope::runtime {
+
+namespace {
+std::atomic<uint64_t> g_next_launch{1};
+}
+
+Tensor allocate(const Shape& shape, DType dtype, Device& dev) {
+  for (int64_t d : shape)
+    if (d < 0) fail(OpScope::current()[0] ? OpScope::current() : "empty", "negative dimension in shape {}", shape.str());
+  Block b = dev.allocator().allocate(size_t(shape.numel()) * itemsize(dtype));
+  auto st = std::make_shared<Storage>(dev, b);
+  return Tensor(std::move(st), shape, contiguous_strides(shape), 0, dtype);
+}
+
+uint64_t launch(Device& dev, LaunchSpec spec, std::initializer_list<const Tensor*> reads,
+                std::initializer_list<const Tensor*> writes) {
+  bool rec = prof::layers() & prof::kRuntime;
+  int64_t t0 = rec ? now_ns() : 0;
+  Stream& s = current_stream(dev);
+  auto l = std::make_unique<Launch>();
+  l->kind = spec.kind;
+  l->id = g_next_launch.fetch_add(1, std::memory_order_relaxed);
+  l->op_id = prof::layers() ? prof::current_op_id() : 0;
+  l->name = std::move(spec.name);
+  l->op = OpScope::current();
+  l->body = std::move(spec.body);
+  l->work = spec.work;
+  l->grain = spec.grain;
+  l->bytes = spec.bytes;
+  l->flops = spec.flops;
+  l->keep.reserve(reads.size() + writes.size());
+  for (const Tensor* t : reads) {
+    Storage* st = t->storage().get();
+    if (st->writer && st->writer != &s && st->writer->completed() < st->writer_seq)
+      l->waits.emplace_back(st->writer, st->writer_seq);
+    l->keep.push_back(t->storage());
+  }
+  for (const Tensor* t : writes) l->keep.push_back(t->storage());
+  Launch* raw = l.get();
+  uint64_t id = l->id;
+  if (rec) prof::on_launch(*raw, dev.index(), s.id(), t0);  // before submit: `raw` may be gone after
+  uint64_t seq = s.submit(std::move(l));
+  for (const Tensor* t : writes) {
+    t->storage()->writer = &s;
+    t->storage()->writer_seq = seq;
+  }
+  return id;
+}
+
+void wait_written(const Tensor& t) {
+  Storage* st = t.storage().get();
+  if (!st->writer) return;
+  int64_t t0 = now_ns();
+  st->writer->wait_for(st->writer_seq);
+  if (prof::layers() & prof::kRuntime)
+    prof::on_sync(prof::SyncKind::tensor_read, st->device->index(), st->writer->id(), t0, now_ns());
+  st->writer->check_error();
+}
+
+}  // namespace opscope::runtime

@@ -1,0 +1,105 @@
+// A stream: an in-order queue of launches on one device. Submitting returns at once;
+// synchronize() waits. A kernel's error is kept and rethrown by the next
+// synchronize() (or tensor read) on that stream; launches after a failed one are
+// skipped until then, so no result is computed from a failed kernel's output.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "opscope/runtime/launch.h"
+
+namespace opscope {
+
+class Device;
+class Stream;
+
+struct EventState {
+  std::atomic<int64_t> time_ns{0};  // when the device reached the event
+};
+
+// A point in a stream's queue.
+class Event {
+ public:
+  Event() = default;
+  Event(Stream* s, uint64_t seq, std::shared_ptr<EventState> st) : stream_(s), seq_(seq), state_(std::move(st)) {}
+  bool query() const;      // reached?
+  void synchronize() const;
+  // Milliseconds from this event to `later`, both reached (synchronizes on `later`).
+  double elapsed_ms(const Event& later) const;
+  Stream* stream() const { return stream_; }
+  uint64_t seq() const { return seq_; }
+
+ private:
+  Stream* stream_ = nullptr;
+  uint64_t seq_ = 0;
+  std::shared_ptr<EventState> state_;
+};
+
+class Stream {
+ public:
+  Stream(Device& dev, int id) : device_(dev), id_(id) {}
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Device& device() const { return device_; }
+  int id() const { return id_; }
+
+  // Queues a launch; returns its sequence number. Never blocks on the device.
+  uint64_t submit(std::unique_ptr<Launch> l);
+  // Waits for all work queued so far; rethrows the first kernel error since the last sync.
+  void synchronize();
+  // True when all queued work is done.
+  bool query() const { return completed_.load(std::memory_order_acquire) >= submitted_.load(std::memory_order_acquire); }
+  Event record();
+  // Later work on this stream waits for `e` (which may be on another stream).
+  void wait(const Event& e);
+
+  uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
+  uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
+  // Blocks until `seq` has completed (no error check).
+  void wait_for(uint64_t seq);
+  // Rethrows and clears a pending kernel error.
+  void check_error();
+
+  // ---- for the device's scheduler ----
+  // The launch at the head if it may run now (its waits are met), else null.
+  Launch* ready_head();
+  // Retires the head launch (executed or skipped).
+  void retire_head();
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  void set_error(std::string msg);
+
+ private:
+  Device& device_;
+  int id_;
+  std::mutex m_;
+  std::deque<std::unique_ptr<Launch>> q_;
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<uint64_t> completed_{0};
+  std::atomic<int> waiters_{0};
+  std::atomic<uint32_t> retire_epoch_{0};  // futex word: bumped at every retirement
+  std::atomic<bool> failed_{false};
+  std::string error_;  // guarded by m_
+};
+
+// The stream ops on `dev` launch onto from this thread (the device's default stream
+// unless a StreamGuard is active).
+Stream& current_stream(Device& dev);
+
+class StreamGuard {
+ public:
+  explicit StreamGuard(Stream& s);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  Stream* prev_;
+  int device_;
+};
+
+}  // namespace opscope
