@@ -3,6 +3,7 @@
 // when the profiler records the framework layer.
 #pragma once
 #include <initializer_list>
+#include <span>
 
 #include "opscope/profiler/hooks.h"
 
@@ -12,9 +13,11 @@ class Tensor;
 
 class OpScope {
  public:
-  OpScope(const char* name, std::initializer_list<const Tensor*> inputs, void* ret) : prev_(t_op) {
+  OpScope(const char* name, std::initializer_list<const Tensor*> inputs, void* ret)
+      : OpScope(name, std::span<const Tensor* const>(inputs.begin(), inputs.size()), ret) {}
+  OpScope(const char* name, std::span<const Tensor* const> inputs, void* ret) : prev_(t_op) {
     t_op = name;
-    if (prof::layers() & prof::kFramework) id_ = prof::op_begin(name, {inputs.begin(), inputs.size()}, ret);
+    if (prof::layers() & prof::kFramework) id_ = prof::op_begin(name, inputs, ret);
   }
   ~OpScope() {
     if (id_) prof::op_end(id_);

@@ -19,8 +19,8 @@ Tensor allocate(const Shape& shape, DType dtype, Device& dev) {
   return Tensor(std::move(st), shape, contiguous_strides(shape), 0, dtype);
 }
 
-uint64_t launch(Device& dev, LaunchSpec spec, std::initializer_list<const Tensor*> reads,
-                std::initializer_list<const Tensor*> writes) {
+uint64_t launch(Device& dev, LaunchSpec spec, std::span<const Tensor* const> reads,
+                std::span<const Tensor* const> writes) {
   bool rec = prof::layers() & prof::kRuntime;
   int64_t t0 = rec ? now_ns() : 0;
   Stream& s = current_stream(dev);

@@ -1,0 +1,9 @@
+// The public API in one include.
+#pragma once
+#include "opscope/core/dtype.h"
+#include "opscope/core/error.h"
+#include "opscope/core/shape.h"
+#include "opscope/ops/ops.h"
+#include "opscope/runtime/device.h"
+#include "opscope/runtime/stream.h"
+#include "opscope/runtime/tensor.h"
