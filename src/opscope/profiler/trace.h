@@ -1,0 +1,75 @@
+// A collected profile: every event of the three layers after a profile session stopped,
+// in a plain form that key_averages, the exporters and the SQLite store all read.
+// The capture side (per-thread buffers of packed records) turns into this at stop().
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace opscope::prof {
+
+// Bump when the meaning or layout of a stored profile changes (trace.json metadata and
+// the SQLite store carry it; readers reject newer versions).
+constexpr int kSchemaVersion = 1;
+
+enum class EventKind : uint8_t {
+  op,        // framework op (name = op name)                 layer framework
+  range,     // user annotation, record_function (name given)  layer framework
+  launch,    // runtime: a kernel queued on a stream            layer runtime
+  alloc,     // runtime: caching-allocator allocation           layer runtime
+  free,      // runtime: block returned to the cache            layer runtime
+  sync,      // runtime: host waited (stream/device/event/read) layer runtime
+  kernel,    // device: one core executed a slice of a launch   layer device
+};
+const char* kind_name(EventKind k);
+
+struct TraceEvent {
+  EventKind kind = EventKind::op;
+  int64_t t0 = 0;  // ns since Trace::base_time_ns (so small, positive, exact)
+  int64_t t1 = 0;  // == t0 for instant events (alloc, free)
+  // op/range: correlation id of this op; launch/kernel: the launch id;
+  // alloc/free: the block's address; sync: 0.
+  uint64_t id = 0;
+  // op/range: id of the enclosing op/range on the same thread (0 = top level);
+  // launch/kernel: correlation id of the framework op that launched it (0 = none).
+  uint64_t parent = 0;
+  int64_t bytes = 0;   // launch/kernel: bytes moved; alloc/free: block size
+  int64_t flops = 0;   // launch/kernel
+  int64_t value = 0;   // alloc/free: bytes allocated on the device after it; op: sequence nr
+  std::string name;    // op/range/kernel name; launch: kernel name; sync: "stream", "device", ...
+  int32_t track = 0;   // index into Trace::tracks (host thread, or device core)
+  int32_t device = -1;
+  int32_t stream = -1;
+  std::string shapes;  // op with record_shapes: "[(4, 4096) f32, (4096) f32]"
+  std::string source;  // op with with_stack: "examples/rmsnorm.cpp:42 (naive_rms_norm)"
+};
+
+struct Track {
+  enum class Kind : uint8_t { host_thread, device_core } kind = Kind::host_thread;
+  std::string name;     // "main thread", "thread 2", "cpu:0 core 1"
+  int64_t os_tid = 0;   // host threads
+  int32_t device = -1;  // device cores
+  int32_t core = -1;
+};
+
+struct DeviceInfo {
+  int32_t index = 0;
+  std::string name;         // "cpu:0"
+  std::string description;  // Device::description()
+  int32_t num_cores = 0;
+};
+
+struct Trace {
+  int schema_version = kSchemaVersion;
+  int64_t base_time_ns = 0;   // CLOCK_MONOTONIC ns of t = 0
+  int64_t wall_time_ns = 0;   // Unix-epoch ns at t = 0, for humans
+  std::string config_json;    // the ProfilerConfig that made it
+  std::vector<DeviceInfo> devices;
+  std::vector<Track> tracks;
+  std::vector<TraceEvent> events;  // sorted by (t0, kind)
+  // Events lost because a bounded buffer was full, per track (same index), and in all.
+  std::vector<int64_t> dropped_per_track;
+  int64_t dropped = 0;
+};
+
+}  // namespace opscope::prof
