@@ -31,7 +31,8 @@ struct TraceEvent {
   // alloc/free: the block's address; sync: 0.
   uint64_t id = 0;
   // op/range: id of the enclosing op/range on the same thread (0 = top level);
-  // launch/kernel: correlation id of the framework op that launched it (0 = none).
+  // launch/kernel: correlation id of the framework op that launched it (0 = none);
+  // alloc/free/sync: the op/range it happened in (0 = none).
   uint64_t parent = 0;
   int64_t bytes = 0;   // launch/kernel: bytes moved; alloc/free: block size
   int64_t flops = 0;   // launch/kernel

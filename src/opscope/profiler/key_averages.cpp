@@ -1,0 +1,381 @@
+#include "opscope/profiler/key_averages.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "opscope/core/error.h"
+
+namespace opscope::prof {
+
+namespace {
+
+// id -> index, open addressing (id 0 is "none"): the aggregation of 1M events must
+// stay well under a second.
+class IdMap {
+ public:
+  explicit IdMap(size_t n) { reset(n); }
+  // The value of `k`, inserting `v` first if `k` is new.
+  int32_t find_or_put(uint64_t k, int32_t v) {
+    size_t i = slot(k);
+    if (keys_[i] == k) return vals_[i];
+    insert_at(i, k, v);
+    return v;
+  }
+  void put(uint64_t k, int32_t v) {
+    size_t i = slot(k);
+    if (keys_[i] == k) vals_[i] = v;
+    else insert_at(i, k, v);
+  }
+  int32_t get(uint64_t k) const {
+    if (!k) return -1;
+    size_t i = slot(k);
+    return keys_[i] == k ? vals_[i] : -1;
+  }
+
+ private:
+  void reset(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap <<= 1;
+    keys_.assign(cap, 0);
+    vals_.assign(cap, -1);
+    mask_ = cap - 1;
+    size_ = 0;
+  }
+  // The slot holding k, or the empty slot where it would go.
+  size_t slot(uint64_t k) const {
+    size_t i = size_t((k * 0x9E3779B97F4A7C15ull) >> 17) & mask_;
+    while (keys_[i] != k && keys_[i] != 0) i = (i + 1) & mask_;
+    return i;
+  }
+  void insert_at(size_t i, uint64_t k, int32_t v) {
+    keys_[i] = k;
+    vals_[i] = v;
+    if (++size_ * 2 > keys_.size()) {  // keep the load under 1/2
+      std::vector<uint64_t> keys = std::move(keys_);
+      std::vector<int32_t> vals = std::move(vals_);
+      reset(keys.size());
+      for (size_t j = 0; j < keys.size(); ++j)
+        if (keys[j]) insert_at(slot(keys[j]), keys[j], vals[j]);
+    }
+  }
+
+  std::vector<uint64_t> keys_;
+  std::vector<int32_t> vals_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+struct RowKey {
+  EventKind kind;
+  std::string_view name, shapes, source;
+  bool operator==(const RowKey&) const = default;
+};
+struct RowKeyHash {
+  size_t operator()(const RowKey& k) const {
+    std::hash<std::string_view> h;
+    size_t x = h(k.name) ^ (size_t(k.kind) * 0x9E3779B97F4A7C15ull);
+    if (!k.shapes.empty()) x ^= h(k.shapes) * 31;
+    if (!k.source.empty()) x ^= h(k.source) * 131;
+    return x;
+  }
+};
+
+bool correlate_device_time(const Trace& t) {
+  if (t.config_json.empty()) return true;
+  auto j = nlohmann::json::parse(t.config_json, nullptr, false);
+  if (j.is_object() && j.contains("correlate_device_time") && j["correlate_device_time"].is_boolean())
+    return j["correlate_device_time"].get<bool>();
+  return true;
+}
+
+// A launch on the device: the span of its slices.
+struct Span {
+  int64_t t0, t1;
+  uint64_t op;
+};
+
+using Field = double (*)(const KeyAverage&);
+struct SortKey {
+  const char* name;
+  Field field;
+};
+const SortKey kSortKeys[] = {
+    {"self_cpu_time_total", [](const KeyAverage& r) { return double(r.self_cpu_ns); }},
+    {"cpu_time_total", [](const KeyAverage& r) { return double(r.cpu_total_ns); }},
+    {"cpu_time", [](const KeyAverage& r) { return r.cpu_avg_ns(); }},
+    {"self_device_time_total", [](const KeyAverage& r) { return double(r.self_device_ns); }},
+    {"device_time_total", [](const KeyAverage& r) { return double(r.device_total_ns); }},
+    {"device_time", [](const KeyAverage& r) { return r.device_avg_ns(); }},
+    {"self_cuda_time_total", [](const KeyAverage& r) { return double(r.self_device_ns); }},
+    {"cuda_time_total", [](const KeyAverage& r) { return double(r.device_total_ns); }},
+    {"cuda_time", [](const KeyAverage& r) { return r.device_avg_ns(); }},
+    {"count", [](const KeyAverage& r) { return double(r.count); }},
+};
+
+std::string format_time(double ns, std::string_view unit) {
+  if (unit == "s") return fmt::format("{:.3f}s", ns / 1e9);
+  if (unit == "ms") return fmt::format("{:.3f}ms", ns / 1e6);
+  if (unit == "us") return fmt::format("{:.3f}us", ns / 1e3);
+  if (unit == "ns") return fmt::format("{:.0f}ns", ns);
+  double us = ns / 1e3;  // auto, as torch's _format_time
+  if (us >= 1e6) return fmt::format("{:.3f}s", us / 1e6);
+  if (us >= 1e3) return fmt::format("{:.3f}ms", us / 1e3);
+  return fmt::format("{:.3f}us", us);
+}
+
+double pct(int64_t part, int64_t total) { return total ? 100.0 * double(part) / double(total) : 0.0; }
+
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out;
+}
+
+std::string fit(std::string s, size_t width) {
+  if (s.size() > width) s = s.substr(0, width > 3 ? width - 3 : 0) + "...";
+  return s;
+}
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int group_by_stack_n) {
+  const auto& ev = trace.events;
+  bool correlate = correlate_device_time(trace);
+  KeyAverages out;
+  out.by_shape_ = group_by_input_shape;
+  out.by_stack_ = group_by_stack_n > 0;
+
+  // Rows, created in order of first appearance.
+  std::unordered_map<RowKey, int32_t, RowKeyHash> row_of;
+  auto row = [&](RowKey k) -> int32_t {
+    auto [it, fresh] = row_of.try_emplace(k, int32_t(out.rows_.size()));
+    if (fresh) {
+      KeyAverage& r = out.rows_.emplace_back();
+      r.name = std::string(k.name);
+      r.kind = k.kind;
+      r.input_shapes = std::string(k.shapes);
+      r.source = std::string(k.source);
+    }
+    return it->second;
+  };
+
+  // One pass over the (large) events into compact arrays: framework scopes, and
+  // launches as spans of their kernel slices.
+  struct Scope {
+    int64_t t0, t1;
+    uint64_t parent;
+    int32_t row;
+  };
+  std::vector<Scope> fw;
+  std::vector<Span> spans;
+  std::vector<int32_t> span_row;
+  IdMap launches(1024);
+  std::vector<uint64_t> fw_ids;
+  // Reserved for the worst case: only the pages used are ever touched.
+  fw.reserve(ev.size());
+  fw_ids.reserve(ev.size());
+  spans.reserve(ev.size());
+  span_row.reserve(ev.size());
+  for (const TraceEvent& e : ev) {
+    if (e.kind == EventKind::op || e.kind == EventKind::range) {
+      int32_t r = row({e.kind, e.name, group_by_input_shape ? std::string_view(e.shapes) : std::string_view(),
+                       group_by_stack_n > 0 ? std::string_view(e.source) : std::string_view()});
+      fw.push_back({e.t0, e.t1, e.parent, r});
+      fw_ids.push_back(e.id);
+    } else if (e.kind == EventKind::kernel) {
+      int32_t s = e.id ? launches.find_or_put(e.id, int32_t(spans.size())) : int32_t(spans.size());
+      if (s == int32_t(spans.size())) {
+        spans.push_back({e.t0, e.t1, e.parent});
+        span_row.push_back(row({EventKind::kernel, e.name, {}, {}}));
+      } else {
+        Span& sp = spans[size_t(s)];
+        sp.t0 = std::min(sp.t0, e.t0);
+        sp.t1 = std::max(sp.t1, e.t1);
+      }
+    }
+  }
+  size_t n = fw.size();
+  IdMap ids(n);
+  for (size_t j = 0; j < n; ++j)
+    if (fw_ids[j]) ids.put(fw_ids[j], int32_t(j));
+
+  // CPU: self = total minus the direct children's totals.
+  std::vector<int32_t> parent(n, -1);
+  std::vector<int64_t> child_cpu(n, 0), self_dev(n, 0), dev_total(n, 0);
+  for (size_t j = 0; j < n; ++j) {
+    int32_t p = ids.get(fw[j].parent);
+    if (p == int32_t(j)) p = -1;
+    parent[j] = p;
+    if (p >= 0) child_cpu[size_t(p)] += fw[j].t1 - fw[j].t0;
+  }
+
+  // Device: each launch's span to its op (self) and that op's ancestors (total).
+  for (size_t s = 0; s < spans.size(); ++s) {
+    int64_t d = spans[s].t1 - spans[s].t0;
+    KeyAverage& kr = out.rows_[size_t(span_row[s])];
+    kr.count++;
+    kr.device_total_ns += d;
+    int32_t owner = correlate ? ids.get(spans[s].op) : -1;
+    if (owner < 0) {
+      kr.self_device_ns += d;
+      continue;
+    }
+    self_dev[size_t(owner)] += d;
+    // The bound guards against a parent cycle in a corrupt trace.
+    for (int32_t a = owner, steps = 0; a >= 0 && steps < 4096; a = parent[size_t(a)], ++steps) dev_total[size_t(a)] += d;
+  }
+  for (size_t j = 0; j < n; ++j) {
+    KeyAverage& r = out.rows_[size_t(fw[j].row)];
+    int64_t total = fw[j].t1 - fw[j].t0;
+    r.count++;
+    r.cpu_total_ns += total;
+    r.self_cpu_ns += std::max<int64_t>(0, total - child_cpu[j]);
+    r.self_device_ns += self_dev[j];
+    r.device_total_ns += dev_total[j];
+  }
+  for (const KeyAverage& r : out.rows_) {
+    out.self_cpu_total_ += r.self_cpu_ns;
+    out.self_device_total_ += r.self_device_ns;
+  }
+  out.dropped_ = trace.dropped;
+  for (size_t t = 0; t < trace.dropped_per_track.size() && t < trace.tracks.size(); ++t)
+    if (trace.dropped_per_track[t]) out.dropped_per_track_.emplace_back(trace.tracks[t].name, trace.dropped_per_track[t]);
+  return out;
+}
+
+std::vector<KeyAverage> KeyAverages::sorted(std::string_view sort_by) const {
+  std::vector<KeyAverage> rows = rows_;
+  if (sort_by.empty()) return rows;
+  for (const SortKey& k : kSortKeys)
+    if (sort_by == k.name) {
+      std::stable_sort(rows.begin(), rows.end(),
+                       [f = k.field](const KeyAverage& a, const KeyAverage& b) { return f(a) > f(b); });
+      return rows;
+    }
+  std::string names;
+  for (const SortKey& k : kSortKeys) names += names.empty() ? k.name : std::string(", ") + k.name;
+  fail("sort_by", "unknown key '{}' (expected one of {})", sort_by, names);
+}
+
+std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std::string_view time_unit) const {
+  if (!(time_unit.empty() || time_unit == "auto" || time_unit == "s" || time_unit == "ms" || time_unit == "us" ||
+        time_unit == "ns"))
+    fail("time_unit", "unknown unit '{}' (expected s, ms, us, ns or auto)", time_unit);
+  std::vector<KeyAverage> rows = sorted(sort_by);
+  if (row_limit > 0 && int64_t(rows.size()) > row_limit) rows.resize(size_t(row_limit));
+
+  std::vector<std::string> heads = {"Name",        "Self CPU %",    "Self CPU",     "CPU total %",
+                                    "CPU total",   "CPU time avg",  "Self Device",  "Self Device %",
+                                    "Device total", "Device time avg", "# of Calls"};
+  size_t nfixed = heads.size();
+  if (by_shape_) heads.push_back("Input Shapes");
+  if (by_stack_) heads.push_back("Source Location");
+
+  std::vector<std::vector<std::string>> cells;
+  for (const KeyAverage& r : rows) {
+    std::vector<std::string> c = {
+        printable(r.name),
+        fmt::format("{:.2f}%", pct(r.self_cpu_ns, self_cpu_total_)),
+        format_time(double(r.self_cpu_ns), time_unit),
+        fmt::format("{:.2f}%", pct(r.cpu_total_ns, self_cpu_total_)),
+        format_time(double(r.cpu_total_ns), time_unit),
+        format_time(r.cpu_avg_ns(), time_unit),
+        format_time(double(r.self_device_ns), time_unit),
+        fmt::format("{:.2f}%", pct(r.self_device_ns, self_device_total_)),
+        format_time(double(r.device_total_ns), time_unit),
+        format_time(r.device_avg_ns(), time_unit),
+        fmt::format("{}", r.count)};
+    if (by_shape_) c.push_back(printable(r.input_shapes));
+    if (by_stack_) c.push_back(printable(r.source));
+    cells.push_back(std::move(c));
+  }
+  std::vector<size_t> width(heads.size());
+  for (size_t k = 0; k < heads.size(); ++k) {
+    width[k] = k == 0 || k >= nfixed ? heads[k].size() : std::max<size_t>(12, heads[k].size());
+    for (auto& c : cells) width[k] = std::max(width[k], c[k].size());
+  }
+  width[0] = std::min<size_t>(width[0], 55);
+  for (size_t k = nfixed; k < heads.size(); ++k) width[k] = std::min<size_t>(width[k], 80);
+
+  std::string out, line;
+  for (size_t k = 0; k < heads.size(); ++k) line += std::string(width[k], '-') + "  ";
+  line += "\n";
+  auto emit = [&](const std::vector<std::string>& c) {
+    for (size_t k = 0; k < c.size(); ++k) {
+      std::string v = fit(c[k], width[k]);
+      bool left = k == 0 || k >= nfixed;
+      out += left ? fmt::format("{:<{}}  ", v, width[k]) : fmt::format("{:>{}}  ", v, width[k]);
+    }
+    out += "\n";
+  };
+  out += line;
+  emit(heads);
+  out += line;
+  for (auto& c : cells) emit(c);
+  out += line;
+  out += fmt::format("Self CPU time total: {}\n", format_time(double(self_cpu_total_), time_unit));
+  out += fmt::format("Self Device time total: {}\n", format_time(double(self_device_total_), time_unit));
+  if (dropped_) {
+    std::string per;
+    for (auto& [track, n] : dropped_per_track_) per += fmt::format("{}{}: {}", per.empty() ? "" : ", ", track, n);
+    out += per.empty() ? fmt::format("Dropped events: {}\n", dropped_)
+                       : fmt::format("Dropped events: {} ({})\n", dropped_, per);
+  }
+  return out;
+}
+
+std::string KeyAverages::to_json(std::string_view sort_by) const {
+  nlohmann::json j;
+  j["self_cpu_time_total_ns"] = self_cpu_total_;
+  j["self_device_time_total_ns"] = self_device_total_;
+  j["dropped"] = dropped_;
+  j["dropped_per_track"] = nlohmann::json::array();
+  for (auto& [track, n] : dropped_per_track_) j["dropped_per_track"].push_back({{"track", track}, {"dropped", n}});
+  j["rows"] = nlohmann::json::array();
+  for (const KeyAverage& r : sorted(sort_by)) {
+    j["rows"].push_back({{"name", r.name},
+                         {"kind", kind_name(r.kind)},
+                         {"input_shapes", r.input_shapes},
+                         {"source", r.source},
+                         {"count", r.count},
+                         {"self_cpu_ns", r.self_cpu_ns},
+                         {"self_cpu_pct", pct(r.self_cpu_ns, self_cpu_total_)},
+                         {"cpu_total_ns", r.cpu_total_ns},
+                         {"cpu_total_pct", pct(r.cpu_total_ns, self_cpu_total_)},
+                         {"cpu_avg_ns", r.cpu_avg_ns()},
+                         {"self_device_ns", r.self_device_ns},
+                         {"self_device_pct", pct(r.self_device_ns, self_device_total_)},
+                         {"device_total_ns", r.device_total_ns},
+                         {"device_avg_ns", r.device_avg_ns()}});
+  }
+  return j.dump(2);
+}
+
+std::string KeyAverages::to_csv(std::string_view sort_by) const {
+  std::string out =
+      "name,kind,input_shapes,source,count,self_cpu_ns,self_cpu_pct,cpu_total_ns,cpu_total_pct,cpu_avg_ns,"
+      "self_device_ns,self_device_pct,device_total_ns,device_avg_ns\n";
+  for (const KeyAverage& r : sorted(sort_by))
+    out += fmt::format("{},{},{},{},{},{},{:.4f},{},{:.4f},{:.1f},{},{:.4f},{},{:.1f}\n", csv_field(r.name),
+                       kind_name(r.kind), csv_field(r.input_shapes), csv_field(r.source), r.count, r.self_cpu_ns,
+                       pct(r.self_cpu_ns, self_cpu_total_), r.cpu_total_ns, pct(r.cpu_total_ns, self_cpu_total_),
+                       r.cpu_avg_ns(), r.self_device_ns, pct(r.self_device_ns, self_device_total_),
+                       r.device_total_ns, r.device_avg_ns());
+  return out;
+}
+
+}  // namespace opscope::prof

@@ -1,0 +1,80 @@
+// key_averages: a collected Trace aggregated per op, range and kernel name, printed as
+// torch.profiler's table (or JSON, CSV).
+//
+// CPU time (framework ops and user ranges, host threads):
+//   CPU total of an event = its wall duration [t0, t1];
+//   Self CPU = CPU total minus the CPU totals of its direct children (ops/ranges whose
+//   parent is this event). Self CPU % sums to 100% over the rows.
+// Device time (kernels):
+//   a launch's device time is its span on the device, max(t1) - min(t0) over its slices
+//   on the traced cores — two cores running slices side by side count once, not twice.
+//   With correlate_device_time (the config's default): the launch's time is the Self
+//   Device time of the op that launched it and counts in the Device total of that op
+//   and of every enclosing op/range. Each kernel name also has its own row (0 CPU)
+//   whose Device total / avg are its launches' time; that row's Self Device holds only
+//   launches with no recorded launching op — so every launch is "self" exactly once and
+//   Self Device % sums to 100% over all rows.
+//   Without correlate_device_time, ops carry no device time and kernel rows own it all.
+// Totals % (CPU total %, Device total %) are relative to the Self totals, as in torch,
+// so nested rows may add up to more than 100%.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "opscope/profiler/trace.h"
+
+namespace opscope::prof {
+
+struct KeyAverage {
+  std::string name;
+  EventKind kind = EventKind::op;  // op, range or kernel
+  std::string input_shapes;        // set when grouped by input shape
+  std::string source;              // set when grouped by stack
+  int64_t count = 0;               // ops/ranges: calls; kernels: launches
+  int64_t self_cpu_ns = 0;
+  int64_t cpu_total_ns = 0;
+  int64_t self_device_ns = 0;
+  int64_t device_total_ns = 0;
+
+  double cpu_avg_ns() const { return count ? double(cpu_total_ns) / double(count) : 0; }
+  double device_avg_ns() const { return count ? double(device_total_ns) / double(count) : 0; }
+};
+
+class KeyAverages {
+ public:
+  // Rows in order of first appearance.
+  const std::vector<KeyAverage>& rows() const { return rows_; }
+  int64_t self_cpu_time_total_ns() const { return self_cpu_total_; }
+  int64_t self_device_time_total_ns() const { return self_device_total_; }
+  int64_t dropped() const { return dropped_; }
+
+  // Rows ordered by `sort_by` (descending; "" keeps first appearance). Keys as torch:
+  // self_cpu_time_total, cpu_time_total, cpu_time (avg), self_device_time_total,
+  // device_time_total, device_time (avg), count; the cuda_* spellings are aliases.
+  // Throws "[sort_by] unknown key 'x' (expected one of ...)".
+  std::vector<KeyAverage> sorted(std::string_view sort_by) const;
+  // torch.profiler's table. row_limit <= 0: all rows. time_unit: "s", "ms", "us", "ns",
+  // or "" / "auto" (each value in its own unit); else throws "[time_unit] ...".
+  std::string table(std::string_view sort_by = "", int64_t row_limit = 100, std::string_view time_unit = "") const;
+  std::string to_json(std::string_view sort_by = "") const;
+  std::string to_csv(std::string_view sort_by = "") const;
+
+ private:
+  friend KeyAverages key_averages(const Trace&, bool, int);
+  std::vector<KeyAverage> rows_;
+  int64_t self_cpu_total_ = 0;
+  int64_t self_device_total_ = 0;
+  int64_t dropped_ = 0;
+  std::vector<std::pair<std::string, int64_t>> dropped_per_track_;
+  bool by_shape_ = false;
+  bool by_stack_ = false;
+};
+
+// group_by_input_shape: ops with other input shapes get their own rows (needs
+// record_shapes). group_by_stack_n > 0: rows per call site too (needs with_stack; the
+// recorder keeps one frame, the op's caller, so any n >= 1 groups by that frame).
+KeyAverages key_averages(const Trace& trace, bool group_by_input_shape = false, int group_by_stack_n = 0);
+
+}  // namespace opscope::prof
