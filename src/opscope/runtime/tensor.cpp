@@ -61,7 +61,7 @@ Shape infer_shape(const Shape& req, int64_t numel, const char* op, const Shape& 
 // with each other, then split them into the new dims).
 bool view_strides(const Shape& shape, const Strides& strides, const Shape& to, Strides& out) {
   out.resize(to.size());
-  if (shape.numel() == 0) {
+  if (shape.numel() == 0 || shape.size() == 0) {  // empty, or a 0-d scalar: any layout works
     out = contiguous_strides(to);
     return true;
   }
@@ -171,6 +171,8 @@ Tensor Tensor::expand(const Shape& shape) const {
     if (shape[i] == -1) {
       if (j < 0) fail("expand", "-1 is not allowed for the new leading dim {} in {}", i, shape.str());
       s[i] = have;
+    } else if (shape[i] < 0) {
+      fail("expand", "invalid size {} at dim {} in {}", shape[i], i, shape.str());
     }
     if (j >= 0 && have == s[i]) {
       st[i] = strides_[j];

@@ -1,0 +1,89 @@
+// Names and layout helpers shared by the unary and binary kernels.
+#include "opscope/kernels/cpu/elementwise.h"
+
+namespace opscope::cpu_kernels {
+
+std::string_view op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg: return "neg";
+    case UnaryOp::abs: return "abs";
+    case UnaryOp::exp: return "exp";
+    case UnaryOp::log: return "log";
+    case UnaryOp::sqrt: return "sqrt";
+    case UnaryOp::rsqrt: return "rsqrt";
+    case UnaryOp::sin: return "sin";
+    case UnaryOp::cos: return "cos";
+    case UnaryOp::tanh: return "tanh";
+    case UnaryOp::sigmoid: return "sigmoid";
+    case UnaryOp::silu: return "silu";
+    case UnaryOp::gelu: return "gelu";
+    case UnaryOp::relu: return "relu";
+  }
+  return "?";
+}
+
+std::string_view op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add: return "add";
+    case BinaryOp::sub: return "sub";
+    case BinaryOp::mul: return "mul";
+    case BinaryOp::div: return "div";
+    case BinaryOp::pow: return "pow";
+    case BinaryOp::maximum: return "maximum";
+    case BinaryOp::minimum: return "minimum";
+  }
+  return "?";
+}
+
+namespace {
+constexpr int kDTypes = 5;
+constexpr int kUnaryOps = int(UnaryOp::relu) + 1;
+constexpr int kBinaryOps = int(BinaryOp::minimum) + 1;
+}  // namespace
+
+const std::string& kernel_name(UnaryOp op, DType dt) {
+  static const auto names = [] {
+    std::array<std::array<std::string, kDTypes>, kUnaryOps> n;
+    for (int o = 0; o < kUnaryOps; ++o)
+      for (int d = 0; d < kDTypes; ++d)
+        n[o][d] = std::string(op_name(UnaryOp(o))) + "_" + std::string(dtype_name(DType(d)));
+    return n;
+  }();
+  return names[int(op)][int(dt)];
+}
+
+const std::string& kernel_name(BinaryOp op, DType dt, bool scalar) {
+  static const auto names = [] {
+    std::array<std::array<std::array<std::string, kDTypes>, kBinaryOps>, 2> n;
+    for (int s = 0; s < 2; ++s)
+      for (int o = 0; o < kBinaryOps; ++o)
+        for (int d = 0; d < kDTypes; ++d)
+          n[s][o][d] = std::string(op_name(BinaryOp(o))) + (s ? "_scalar_" : "_") + std::string(dtype_name(DType(d)));
+    return n;
+  }();
+  return names[scalar][int(op)][int(dt)];
+}
+
+bool supports_integers(UnaryOp op) { return op == UnaryOp::neg || op == UnaryOp::abs || op == UnaryOp::relu; }
+
+bool supports_integers(BinaryOp op) { return op != BinaryOp::div && op != BinaryOp::pow; }
+
+Strides broadcast_strides(const Tensor& t, const Shape& shape) {
+  Strides s;
+  s.resize(shape.size());
+  int lead = shape.size() - t.ndim();
+  for (int d = 0; d < shape.size(); ++d) {
+    int j = d - lead;
+    s[d] = (j < 0 || t.shape()[j] == 1) ? 0 : t.strides()[j];
+  }
+  return s;
+}
+
+int64_t distinct_elements(const Tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim(); ++d)
+    if (t.strides()[d] != 0) n *= t.shape()[d];
+  return t.numel() == 0 ? 0 : n;
+}
+
+}  // namespace opscope::cpu_kernels

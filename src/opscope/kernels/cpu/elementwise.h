@@ -1,0 +1,198 @@
+// Elementwise kernels: unary math and broadcasting binary ops. The op (framework layer)
+// has validated the operands and allocated `out` (contiguous, in the broadcast shape);
+// these build the launch, choosing a loop from the operands' layout once per run:
+//   flat     every operand contiguous with `out`: one loop the compiler vectorizes;
+//   scalar   one operand a single value (a double, or any one-element tensor);
+//   rows     2-d after merging dims: x * w with w of shape (H), x * r with r of shape
+//            (N, 1), outer products, transposes — one run per row;
+//   strided  higher ranks through for_each_run, inner loops as above.
+// Floating dtypes compute in f32 and round once; i32/i64 wrap around on overflow.
+#pragma once
+#include <array>
+#include <bit>
+#include <cstdlib>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "opscope/core/dtype.h"
+#include "opscope/core/shape.h"
+#include "opscope/kernels/cpu/strided.h"
+#include "opscope/runtime/launch.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope::cpu_kernels {
+
+enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu };
+enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum };
+
+std::string_view op_name(UnaryOp op);
+std::string_view op_name(BinaryOp op);
+// Kernel names, "exp_f32", "mul_bf16", "add_scalar_f32": made once, as formatting one
+// per launch would cost a noticeable part of a small op.
+const std::string& kernel_name(UnaryOp op, DType dt);
+const std::string& kernel_name(BinaryOp op, DType dt, bool scalar);
+// Whether the op has i32/i64 kernels; every op has f32, bf16 and f16 ones.
+bool supports_integers(UnaryOp op);
+bool supports_integers(BinaryOp op);
+
+// out = op(x); out has x's shape and dtype. Kernel "exp_f32".
+LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x);
+// out = op(a, b) broadcast; a, b and out share a dtype. Kernel "mul_f32".
+LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
+// out = op(x, s), or op(s, x) when scalar_first. For floating dtypes s is used as f32
+// (not rounded to bf16/f16); for integer dtypes it must be a value of x's dtype.
+// Kernel "add_scalar_f32".
+LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, double s, bool scalar_first);
+
+// ---- the layout of a launch, shared by the unary and binary kernels ----
+
+// `t`'s strides in the broadcast shape `shape` (0 along dims that t broadcasts).
+Strides broadcast_strides(const Tensor& t, const Shape& shape);
+// Elements of `t` a kernel reads at least once (broadcast dims count once), for spec.bytes.
+int64_t distinct_elements(const Tensor& t);
+
+// Drops size-1 dims and merges neighbouring dims that every operand steps through as
+// one (outer stride == inner stride * inner size), so runs are as long as possible:
+// contiguous operands end up 1-d, x (N, H) with w (H) stays 2-d.
+template <int N>
+void coalesce(Shape& shape, std::array<Strides, N>& strides) {
+  Shape s;
+  std::array<Strides, N> t;
+  for (int d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    int m = s.size();
+    bool merge = m > 0;
+    for (int k = 0; k < N && merge; ++k) merge = t[k][m - 1] == strides[k][d] * shape[d];
+    if (merge) {
+      s[m - 1] *= shape[d];
+      for (int k = 0; k < N; ++k) t[k][m - 1] = strides[k][d];
+    } else {
+      s.push_back(shape[d]);
+      for (int k = 0; k < N; ++k) t[k].push_back(strides[k][d]);
+    }
+  }
+  shape = s;
+  strides = t;
+}
+
+// The index space of a launch: out (operand 0, contiguous) and the inputs, coalesced.
+// Inputs already contiguous in out's shape (the common case) skip the general work.
+template <int N>
+void elementwise_layout(const Tensor& out, const std::array<const Tensor*, N - 1>& in, Shape& shape,
+                        std::array<Strides, N>& strides) {
+  bool flat = true;
+  for (const Tensor* t : in) flat = flat && t->shape() == out.shape() && t->is_contiguous();
+  if (flat) {
+    shape.resize(1, out.numel());
+    for (auto& s : strides) s.resize(1, 1);
+    return;
+  }
+  shape = out.shape();
+  strides[0] = contiguous_strides(shape);
+  for (int k = 1; k < N; ++k) strides[k] = broadcast_strides(*in[k - 1], shape);
+  coalesce<N>(shape, strides);
+}
+
+// Walks elements [lo, hi) of the coalesced index space (operand 0 is the contiguous
+// output) and calls run(offsets, inner strides, count) for each run: one run when 1-d,
+// one per row when 2-d (the last-dim broadcasts x * w and x * r), for_each_run beyond.
+// A 2-d operand read across its rows (a transpose) is walked in tiles of kTileRows
+// rows x kTileCols columns, so each cache line and page it touches serves all the rows.
+constexpr int64_t kTileRows = 16, kTileCols = 256;
+template <int N, class F>
+void walk(const Shape& shape, const std::array<Strides, N>& st, int64_t lo, int64_t hi, F&& run) {
+  std::array<int64_t, N> off{}, inner{};
+  if (shape.size() <= 1) {
+    for (int k = 0; k < N; ++k) {
+      inner[k] = shape.size() ? st[k][0] : 1;
+      off[k] = lo * inner[k];
+    }
+    run(off, inner, hi - lo);
+    return;
+  }
+  if (shape.size() > 2) {
+    for_each_run<N>(shape, st, lo, hi, run);
+    return;
+  }
+  int64_t h = shape[1];
+  bool tiled = false;
+  for (int k = 0; k < N; ++k) {
+    inner[k] = st[k][1];
+    tiled = tiled || (std::abs(st[k][1]) > 1 && std::abs(st[k][0]) < std::abs(st[k][1]));
+  }
+  auto row = [&](int64_t r, int64_t j, int64_t count) {
+    for (int k = 0; k < N; ++k) off[k] = r * st[k][0] + j * st[k][1];
+    run(off, inner, count);
+  };
+  int64_t r = lo / h, j = lo - r * h, i = lo;
+  if (j > 0) {  // the partial first row
+    int64_t count = std::min(h - j, hi - i);
+    row(r++, j, count);
+    i += count;
+  }
+  int64_t rows = (hi - i) / h;  // whole rows
+  if (tiled) {
+    for (int64_t r0 = r; r0 < r + rows; r0 += kTileRows)
+      for (int64_t j0 = 0; j0 < h; j0 += kTileCols)
+        for (int64_t rr = r0; rr < std::min(r0 + kTileRows, r + rows); ++rr) row(rr, j0, std::min(kTileCols, h - j0));
+  } else {
+    for (int64_t rr = r; rr < r + rows; ++rr) row(rr, 0, h);
+  }
+  r += rows;
+  i += rows * h;
+  if (i < hi) row(r, 0, hi - i);  // the partial last row
+}
+
+// ---- per-element helpers of the loops ----
+
+// c ? a : b as a mask blend. Plain ?: lets GCC move a floating computation feeding one
+// arm under a branch, and then it does not vectorize the loop (the op might trap).
+[[gnu::always_inline]] inline uint32_t blend_bits(bool c, uint32_t a, uint32_t b) {
+  uint32_t m = 0u - uint32_t(c);
+  return (a & m) | (b & ~m);
+}
+[[gnu::always_inline]] inline float blend(bool c, float a, float b) {
+  return std::bit_cast<float>(blend_bits(c, std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b)));
+}
+
+// f16 <-> f32 on the bit patterns: the same values as _Float16's conversions (round to
+// nearest even, denormals, inf, NaN), but GCC 12 vectorizes these loops and not those.
+// Always inlined, as are the other per-element helpers: one call left in a loop stops
+// its vectorization.
+[[gnu::always_inline]] inline float f16_load(f16_t h) {
+  uint32_t x = std::bit_cast<uint16_t>(h);
+  uint32_t em = x & 0x7fffu;
+  float mag = std::bit_cast<float>(em << 13) * 0x1p112f;  // rebias; exact for denormals too
+  uint32_t m = blend_bits(em >= 0x7c00u, (em << 13) | 0x7f800000u, std::bit_cast<uint32_t>(mag));  // inf, NaN
+  return std::bit_cast<float>(m | ((x & 0x8000u) << 16));
+}
+[[gnu::always_inline]] inline f16_t f16_store(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  // normal results: rebias the exponent, round the mantissa to nearest even
+  uint32_t norm = (u + ((15u - 127u) << 23) + 0xfffu + ((u >> 13) & 1u)) >> 13;
+  // denormal results: adding 0.5 lets the FPU round at f16's denormal spacing
+  constexpr float kHalf = 0.5f;
+  uint32_t den = std::bit_cast<uint32_t>(std::bit_cast<float>(u) + kHalf) - std::bit_cast<uint32_t>(kHalf);
+  uint32_t h = blend_bits(u < (113u << 23), den, norm);
+  h = u >= (143u << 23) ? (u > 0x7f800000u ? 0x7e00u : 0x7c00u) : h;  // overflow, inf, NaN
+  return std::bit_cast<f16_t>(uint16_t(h | (sign >> 16)));
+}
+
+// Arithmetic type of a storage type: f32 for floating dtypes, the integer itself otherwise.
+template <class T> using compute_t = std::conditional_t<std::is_integral_v<T>, T, float>;
+template <class T> [[gnu::always_inline]] inline compute_t<T> load(T v) {
+  if constexpr (std::is_integral_v<T>) return v;
+  else if constexpr (std::is_same_v<T, f16_t>) return f16_load(v);
+  else return to_f32(v);
+}
+template <class T> [[gnu::always_inline]] inline T store(compute_t<T> v) {
+  if constexpr (std::is_integral_v<T>) return v;
+  else if constexpr (std::is_same_v<T, f16_t>) return f16_store(v);
+  else return from_f32<T>(v);
+}
+
+}  // namespace opscope::cpu_kernels

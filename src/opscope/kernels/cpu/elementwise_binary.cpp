@@ -1,0 +1,212 @@
+// Binary elementwise kernels with broadcasting. Each op is a functor; one loop template
+// runs it over two operand sources (a contiguous vector, a strided vector or a single
+// value), picked once per run, so the inner loops have no per-element branches.
+#include <cmath>
+
+#include "opscope/kernels/cpu/elementwise.h"
+
+namespace opscope::cpu_kernels {
+
+namespace {
+
+template <class C> using uns = std::make_unsigned_t<C>;
+
+// ---- the ops; integer arithmetic goes through unsigned types, so overflow wraps ----
+struct Add {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return C(uns<C>(a) + uns<C>(b));
+    else return a + b;
+  }
+};
+struct Sub {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return C(uns<C>(a) - uns<C>(b));
+    else return a - b;
+  }
+};
+struct Mul {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return C(uns<C>(a) * uns<C>(b));
+    else return a * b;
+  }
+};
+struct Div {
+  static constexpr bool kIntegers = false;
+  [[gnu::always_inline]] static float f(float a, float b) { return a / b; }
+};
+struct Pow {
+  static constexpr bool kIntegers = false;
+  [[gnu::always_inline]] static float f(float a, float b) { return std::pow(a, b); }
+};
+// pow(x, 2): the common case, as x * x (what std::pow returns too), vectorized.
+struct Square {
+  static constexpr bool kIntegers = false;
+  [[gnu::always_inline]] static float f(float a, float) { return a * a; }
+};
+// maximum/minimum propagate NaN from either side, as torch.maximum.
+struct Maximum {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return a > b ? a : b;
+    else return (a > b || a != a) ? a : b;
+  }
+};
+struct Minimum {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return a < b ? a : b;
+    else return (a < b || a != a) ? a : b;
+  }
+};
+
+// ---- operand sources ----
+template <class T> struct Vec {
+  const T* p;
+  [[gnu::always_inline]] compute_t<T> operator[](int64_t i) const { return load(p[i]); }
+};
+template <class T> struct Strided {
+  const T* p;
+  int64_t s;
+  [[gnu::always_inline]] compute_t<T> operator[](int64_t i) const { return load(p[i * s]); }
+};
+template <class T> struct Scalar {
+  compute_t<T> v;
+  [[gnu::always_inline]] compute_t<T> operator[](int64_t) const { return v; }
+};
+
+template <class Op, class T, class A, class B>
+void binary_loop(A a, B b, T* __restrict o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(a[i], b[i]));
+}
+
+// One run of n elements: a and b at strides sa and sb (0: one value for the whole run).
+template <class Op, class T>
+void binary_run(const T* a, int64_t sa, const T* b, int64_t sb, T* o, int64_t n) {
+  if (sa == 1 && sb == 1) binary_loop<Op>(Vec<T>{a}, Vec<T>{b}, o, n);
+  else if (sa == 1 && sb == 0) binary_loop<Op>(Vec<T>{a}, Scalar<T>{load(*b)}, o, n);
+  else if (sa == 0 && sb == 1) binary_loop<Op>(Scalar<T>{load(*a)}, Vec<T>{b}, o, n);
+  else binary_loop<Op>(Strided<T>{a, sa}, Strided<T>{b, sb}, o, n);
+}
+
+// One run of x (stride sx) against the scalar s.
+template <class Op, class T>
+void scalar_run(const T* x, int64_t sx, compute_t<T> s, bool scalar_first, T* o, int64_t n) {
+  if (sx == 1) {
+    if (scalar_first) binary_loop<Op>(Scalar<T>{s}, Vec<T>{x}, o, n);
+    else binary_loop<Op>(Vec<T>{x}, Scalar<T>{s}, o, n);
+  } else {
+    if (scalar_first) binary_loop<Op>(Scalar<T>{s}, Strided<T>{x, sx}, o, n);
+    else binary_loop<Op>(Strided<T>{x, sx}, Scalar<T>{s}, o, n);
+  }
+}
+
+template <class Op, class T>
+KernelBody binary_loops(const Tensor& out, const Tensor& a, const Tensor& b) {
+  Shape shape;
+  std::array<Strides, 3> st;
+  elementwise_layout<3>(out, {&a, &b}, shape, st);
+  const T* ap = a.data<T>();
+  const T* bp = b.data<T>();
+  T* op = out.data<T>();
+  int64_t n = out.numel();
+  return [=](int64_t bb, int64_t e) {
+    int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
+    walk<3>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
+      binary_run<Op>(ap + off[1], inner[1], bp + off[2], inner[2], op + off[0], count);
+    });
+  };
+}
+
+template <class Op, class T>
+KernelBody scalar_loops(const Tensor& out, const Tensor& x, double s, bool scalar_first) {
+  Shape shape;
+  std::array<Strides, 2> st;
+  elementwise_layout<2>(out, {&x}, shape, st);
+  const T* xp = x.data<T>();
+  T* op = out.data<T>();
+  int64_t n = out.numel();
+  compute_t<T> sv = compute_t<T>(s);
+  return [=](int64_t bb, int64_t e) {
+    int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
+    walk<2>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
+      scalar_run<Op>(xp + off[1], inner[1], sv, scalar_first, op + off[0], count);
+    });
+  };
+}
+
+// The op rejects integer dtypes for float-only ops first; these never instantiate them.
+template <class Op, class T>
+KernelBody binary_body(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if constexpr (std::is_integral_v<T> && !Op::kIntegers) detail::unsupported_dtype(out.dtype());
+  else return binary_loops<Op, T>(out, a, b);
+}
+template <class Op, class T>
+KernelBody scalar_body(const Tensor& out, const Tensor& x, double s, bool scalar_first) {
+  if constexpr (std::is_integral_v<T> && !Op::kIntegers) detail::unsupported_dtype(out.dtype());
+  else return scalar_loops<Op, T>(out, x, s, scalar_first);
+}
+
+LaunchSpec base_spec(const std::string& name, int64_t n, int64_t bytes) {
+  LaunchSpec spec;
+  spec.name = name;
+  spec.work = (n + kElemBlock - 1) / kElemBlock;
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = bytes;
+  spec.flops = n;
+  return spec;
+}
+
+template <class Op>
+LaunchSpec make_binary(BinaryOp kind, const Tensor& out, const Tensor& a, const Tensor& b) {
+  DType dt = out.dtype();
+  int64_t n = out.numel();
+  LaunchSpec spec = base_spec(kernel_name(kind, dt, false), n,
+                              (distinct_elements(a) + distinct_elements(b) + n) * int64_t(itemsize(dt)));
+  OPSCOPE_DISPATCH_ALL(dt, T, [&] { spec.body = binary_body<Op, T>(out, a, b); });
+  return spec;
+}
+
+template <class Op>
+LaunchSpec make_scalar(BinaryOp kind, const Tensor& out, const Tensor& x, double s, bool scalar_first) {
+  DType dt = out.dtype();
+  int64_t n = out.numel();
+  LaunchSpec spec = base_spec(kernel_name(kind, dt, true), n,
+                              (distinct_elements(x) + n) * int64_t(itemsize(dt)));
+  OPSCOPE_DISPATCH_ALL(dt, T, [&] { spec.body = scalar_body<Op, T>(out, x, s, scalar_first); });
+  return spec;
+}
+
+}  // namespace
+
+LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  switch (op) {
+    case BinaryOp::add: return make_binary<Add>(op, out, a, b);
+    case BinaryOp::sub: return make_binary<Sub>(op, out, a, b);
+    case BinaryOp::mul: return make_binary<Mul>(op, out, a, b);
+    case BinaryOp::div: return make_binary<Div>(op, out, a, b);
+    case BinaryOp::pow: return make_binary<Pow>(op, out, a, b);
+    case BinaryOp::maximum: return make_binary<Maximum>(op, out, a, b);
+    case BinaryOp::minimum: return make_binary<Minimum>(op, out, a, b);
+  }
+  return {};
+}
+
+LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, double s, bool scalar_first) {
+  switch (op) {
+    case BinaryOp::add: return make_scalar<Add>(op, out, x, s, scalar_first);
+    case BinaryOp::sub: return make_scalar<Sub>(op, out, x, s, scalar_first);
+    case BinaryOp::mul: return make_scalar<Mul>(op, out, x, s, scalar_first);
+    case BinaryOp::div: return make_scalar<Div>(op, out, x, s, scalar_first);
+    case BinaryOp::pow:
+      if (s == 2.0 && !scalar_first) return make_scalar<Square>(op, out, x, s, scalar_first);
+      return make_scalar<Pow>(op, out, x, s, scalar_first);
+    case BinaryOp::maximum: return make_scalar<Maximum>(op, out, x, s, scalar_first);
+    case BinaryOp::minimum: return make_scalar<Minimum>(op, out, x, s, scalar_first);
+  }
+  return {};
+}
+
+}  // namespace opscope::cpu_kernels

@@ -1,0 +1,315 @@
+// Unary elementwise kernels. Each op is a functor applied by one loop template; exp,
+// log, sin, cos, tanh and erf are written here as branch-free polynomials (Cephes) so
+// that those loops vectorize: the C library's versions are scalar calls.
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "opscope/kernels/cpu/elementwise.h"
+
+namespace opscope::cpu_kernels {
+
+namespace {
+
+[[gnu::always_inline]] inline float from_bits(uint32_t u) { return std::bit_cast<float>(u); }
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// e^(a + b), within 2 ulp, with b small: the reduction subtracts n * ln2 from a alone
+// (exactly) and then adds b, so a large argument can carry extra low bits in b.
+// Scaling by 2^n in two halves keeps results that underflow to denormals (a < -87.3)
+// or overflow (a > 88.7) right; NaN stays NaN.
+[[gnu::always_inline]] inline float exp_sum(float a, float b) {
+  a = a < -150.f ? -150.f : a;
+  a = a > 89.f ? 89.f : a;
+  constexpr float kShift = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
+  float z = (a + b) * 1.44269504088896341f + kShift;
+  float n = z - kShift;
+  float r = a - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f + b;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.f;
+  int32_t ni = int32_t(std::bit_cast<uint32_t>(z) - std::bit_cast<uint32_t>(kShift));
+  int32_t n1 = ni >> 1, n2 = ni - n1;
+  return p * from_bits(uint32_t(n1 + 127) << 23) * from_bits(uint32_t(n2 + 127) << 23);
+}
+[[gnu::always_inline]] inline float exp_f(float x) { return exp_sum(x, 0.f); }
+
+// ln x, within 2 ulp; denormals scaled up first; log(0) = -inf, log(x < 0) = NaN.
+[[gnu::always_inline]] inline float log_f(float x) {
+  bool den = x < 1.17549435e-38f;
+  float xs = blend(den, x * 8388608.f, x);
+  uint32_t u = std::bit_cast<uint32_t>(xs);
+  int32_t e = int32_t((u >> 23) & 0xff) - 126 - (den ? 23 : 0);
+  float m = from_bits((u & 0x007fffffu) | 0x3f000000u);  // [0.5, 1)
+  bool lo = m < 0.707106781186547524f;
+  e = lo ? e - 1 : e;
+  m = blend(lo, m + m - 1.f, m - 1.f);
+  float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  float ef = float(e);
+  y += -2.12194440e-4f * ef;
+  y += -0.5f * z;
+  float r = m + y + 0.693359375f * ef;
+  r = blend(x == kInf, kInf, r);
+  r = blend(x == 0.f, -kInf, r);
+  return blend(x >= 0.f, r, kNaN);  // x < 0 or NaN
+}
+
+// sin x (cos x when kCos). The quadrant n comes from x * 2/pi in f32 (off by one only
+// where |r| ends up a hair past pi/4, still inside the polynomials' range); the
+// reduction x - n * pi/2 runs in double with a two-part pi/2 (exact products for
+// |n| < 2^20), exact enough for |x| <= kTrigFast. The callers send larger |x|, inf and
+// NaN to the C library. (A 64-bit quadrant here stops GCC from vectorizing the loop.)
+constexpr float kTrigFast = 1e5f;
+template <bool kCos>
+[[gnu::always_inline]] inline float sincos_f(float x) {
+  constexpr float kShift = 12582912.f;  // 1.5 * 2^23
+  float zq = x * 0.636619772367581343f + kShift;
+  float n = zq - kShift;
+  uint32_t q = std::bit_cast<uint32_t>(zq) + (kCos ? 1 : 0);  // low bits: quadrant
+  double nd = n;
+  double rd = double(x) - nd * 1.5707963267341256;
+  rd = rd - nd * 6.077100506506192e-11;
+  float r = float(rd), z = r * r;
+  float s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+  float c = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.f;
+  float v = blend(q & 1, c, s);
+  return blend(q & 2, -v, v);
+}
+
+// 1 + erf(x / sqrt2) = erfc(-x / sqrt2), relative error < 1e-6, through Numerical
+// Recipes' erfcc (erfc(z) = t * exp(-z^2 + P(t)), relative error < 1.2e-7 for z >= 0):
+// relative, so that gelu's tail for negative x keeps its digits. z^2 = x^2 / 2 is
+// carried exactly (fma), as a rounded z^2 would cost z^2 * 2^-24 of relative error.
+[[gnu::always_inline]] inline float one_plus_erf_scaled(float x) {
+  x = x < -20.f ? -20.f : x;  // beyond, erfc(|x| / sqrt2) < 1e-88 anyway; keeps x * x finite
+  x = x > 20.f ? 20.f : x;
+  float z = std::fabs(x) * 0.70710678118654752f;
+  float t = 1.f / (1.f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  float hi = x * x, lo = std::fma(x, x, -hi);
+  float c = t * exp_sum(-0.5f * hi, p - 0.5f * lo);  // erfc(|x| / sqrt2)
+  return blend(x >= 0.f, 2.f - c, c);
+}
+
+template <class C> using uns = std::make_unsigned_t<C>;
+
+// ---- the ops; kIntegers: also instantiated for i32/i64; kFlops: per element ----
+struct Neg {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 1;
+  template <class C> [[gnu::always_inline]] static C f(C x) {
+    if constexpr (std::is_integral_v<C>) return C(-uns<C>(x));  // wraps at the minimum
+    else return -x;
+  }
+};
+struct Abs {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 1;
+  template <class C> [[gnu::always_inline]] static C f(C x) {
+    if constexpr (std::is_integral_v<C>) return x < 0 ? C(-uns<C>(x)) : x;
+    else return std::fabs(x);
+  }
+};
+struct Relu {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 1;
+  template <class C> [[gnu::always_inline]] static C f(C x) { return x < 0 ? C(0) : x; }  // NaN stays NaN
+};
+struct Exp {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  [[gnu::always_inline]] static float f(float x) { return exp_f(x); }
+};
+struct Log {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  [[gnu::always_inline]] static float f(float x) { return log_f(x); }
+};
+// std::sqrt stays a scalar call unless built with -fno-math-errno; it is exact, and
+// the callers (norms) that need it fast compute it once per row.
+struct Sqrt {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  [[gnu::always_inline]] static float f(float x) { return std::sqrt(x); }
+};
+struct Rsqrt {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 2;
+  [[gnu::always_inline]] static float f(float x) { return 1.f / std::sqrt(x); }
+};
+struct Sin {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  static constexpr float kFastLimit = kTrigFast;
+  [[gnu::always_inline]] static float f(float x) { return sincos_f<false>(x); }
+  static float slow(float x) { return float(std::sin(double(x))); }
+};
+struct Cos {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  static constexpr float kFastLimit = kTrigFast;
+  [[gnu::always_inline]] static float f(float x) { return sincos_f<true>(x); }
+  static float slow(float x) { return float(std::cos(double(x))); }
+};
+// tanh: an odd polynomial near 0 (where 1 - 2/(e^2x + 1) would cancel), else through exp.
+struct Tanh {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  [[gnu::always_inline]] static float f(float x) {
+    float ax = std::fabs(x);
+    float big = 1.f - 2.f / (exp_f(2.f * ax) + 1.f);
+    float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = p * z * x + x;
+    return blend(ax < 0.625f, small, std::copysign(big, x));
+  }
+};
+// sigmoid through e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below, so
+// that neither tail overflows (sigmoid(-100) is 3.7e-44, not 1 / inf).
+[[gnu::always_inline]] inline float sigmoid_f(float x) {
+  float e = exp_f(-std::fabs(x));
+  float r = 1.f / (1.f + e);
+  return blend(x >= 0.f, r, e * r);
+}
+struct Sigmoid {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 3;
+  [[gnu::always_inline]] static float f(float x) { return sigmoid_f(x); }
+};
+// silu and gelu tend to -0 at -inf (not -inf * 0 = NaN).
+struct Silu {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 4;
+  [[gnu::always_inline]] static float f(float x) { return blend(x == -kInf, -0.f, x * sigmoid_f(x)); }
+};
+// gelu(x) = x/2 * (1 + erf(x/sqrt2)) = x/2 * erfc(-x/sqrt2).
+struct Gelu {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 5;
+  [[gnu::always_inline]] static float f(float x) { return blend(x == -kInf, -0.f, 0.5f * x * one_plus_erf_scaled(x)); }
+};
+
+template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
+
+template <class Op, class T>
+void unary_flat(const T* __restrict x, T* __restrict o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i])));
+}
+template <class Op, class T>
+void unary_strided(const T* __restrict x, int64_t s, T* __restrict o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i * s])));
+}
+template <class Op, class T>
+void unary_slow(const T* x, int64_t s, T* __restrict o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::slow(load(x[i * s])));
+}
+
+// One run of n elements at stride s. Ops with a limited fast range (sin, cos) check
+// each chunk first: the largest |x| bit pattern (NaN above inf) picks the loop.
+template <class Op, class T>
+void unary_run(const T* x, int64_t s, T* o, int64_t n) {
+  if constexpr (kHasSlow<Op>) {
+    constexpr int64_t kChunk = 256;
+    constexpr uint32_t kLimit = std::bit_cast<uint32_t>(Op::kFastLimit);
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      int64_t m = std::min(kChunk, n - i0);
+      const T* xc = x + i0 * s;
+      uint32_t big = 0;
+      for (int64_t i = 0; i < m; ++i) big = std::max(big, std::bit_cast<uint32_t>(load(xc[i * s])) & 0x7fffffffu);
+      if (big > kLimit) unary_slow<Op>(xc, s, o + i0, m);
+      else if (s == 1) unary_flat<Op>(xc, o + i0, m);
+      else unary_strided<Op>(xc, s, o + i0, m);
+    }
+  } else {
+    if (s == 1) unary_flat<Op>(x, o, n);
+    else unary_strided<Op>(x, s, o, n);
+  }
+}
+
+template <class Op, class T>
+KernelBody unary_loops(const Tensor& out, const Tensor& x) {
+  Shape shape;
+  std::array<Strides, 2> st;
+  elementwise_layout<2>(out, {&x}, shape, st);
+  const T* xp = x.data<T>();
+  T* op = out.data<T>();
+  int64_t n = out.numel();
+  return [=](int64_t b, int64_t e) {
+    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+    walk<2>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
+      unary_run<Op>(xp + off[1], inner[1], op + off[0], count);
+    });
+  };
+}
+
+template <class Op, class T>
+KernelBody unary_body(const Tensor& out, const Tensor& x) {
+  if constexpr (std::is_integral_v<T> && !Op::kIntegers) detail::unsupported_dtype(out.dtype());  // op checked
+  else return unary_loops<Op, T>(out, x);
+}
+
+template <class Op>
+LaunchSpec make_unary(UnaryOp kind, const Tensor& out, const Tensor& x) {
+  DType dt = out.dtype();
+  int64_t n = out.numel();
+  LaunchSpec spec;
+  spec.name = kernel_name(kind, dt);
+  spec.work = (n + kElemBlock - 1) / kElemBlock;
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = (distinct_elements(x) + n) * int64_t(itemsize(dt));
+  spec.flops = n * Op::kFlops;
+  OPSCOPE_DISPATCH_ALL(dt, T, [&] { spec.body = unary_body<Op, T>(out, x); });
+  return spec;
+}
+
+}  // namespace
+
+LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
+  switch (op) {
+    case UnaryOp::neg: return make_unary<Neg>(op, out, x);
+    case UnaryOp::abs: return make_unary<Abs>(op, out, x);
+    case UnaryOp::exp: return make_unary<Exp>(op, out, x);
+    case UnaryOp::log: return make_unary<Log>(op, out, x);
+    case UnaryOp::sqrt: return make_unary<Sqrt>(op, out, x);
+    case UnaryOp::rsqrt: return make_unary<Rsqrt>(op, out, x);
+    case UnaryOp::sin: return make_unary<Sin>(op, out, x);
+    case UnaryOp::cos: return make_unary<Cos>(op, out, x);
+    case UnaryOp::tanh: return make_unary<Tanh>(op, out, x);
+    case UnaryOp::sigmoid: return make_unary<Sigmoid>(op, out, x);
+    case UnaryOp::silu: return make_unary<Silu>(op, out, x);
+    case UnaryOp::gelu: return make_unary<Gelu>(op, out, x);
+    case UnaryOp::relu: return make_unary<Relu>(op, out, x);
+  }
+  return {};
+}
+
+}  // namespace opscope::cpu_kernels

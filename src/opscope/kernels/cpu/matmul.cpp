@@ -1,0 +1,147 @@
+#include "opscope/kernels/cpu/matmul.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+namespace opscope::cpu_kernels {
+
+namespace {
+
+constexpr int64_t kSliceBlock = 64;                  // rows (or columns) of C per work unit
+constexpr int64_t kMinFlopsPerCore = int64_t(1) << 21;  // below this a second core costs more than it helps
+
+// How sgemm sees a matrix whose element (i, j) is at i * s_r + j * s_c.
+struct Layout {
+  bool ok = false;
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 1;
+};
+
+Layout layout_of(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
+  // Size-1 dims have meaningless strides; ld only has to satisfy BLAS's lower bound there.
+  if ((cols == 1 || s_c == 1) && (rows == 1 || s_r >= std::max<int64_t>(cols, 1)))
+    return {true, CblasNoTrans, rows == 1 ? std::max<int64_t>(cols, 1) : s_r};
+  if ((rows == 1 || s_r == 1) && (cols == 1 || s_c >= std::max<int64_t>(rows, 1)))
+    return {true, CblasTrans, cols == 1 ? std::max<int64_t>(rows, 1) : s_c};
+  return {};
+}
+
+Layout layout_of(const Tensor& m) {
+  int n = m.ndim();
+  return layout_of(m.shape()[n - 2], m.shape()[n - 1], m.strides()[n - 2], m.strides()[n - 1]);
+}
+
+// The device's cores are the parallelism: OpenBLAS must not start threads of its own.
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+int64_t offset_of(int64_t idx, const Shape& s, const Strides& st, int nd) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; --d) {
+    off += (idx % s[d]) * st[d];
+    idx /= s[d];
+  }
+  return off;
+}
+
+// One operand matrix: base pointer and element strides.
+template <class T> struct Mat {
+  const T* p;
+  int64_t s_r, s_c;
+};
+
+// C[m x n] (row stride ldc) = A[m x k] @ B[k x n] for 16-bit types: convert, sgemm, convert.
+template <class T>
+void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int64_t k, std::vector<float>& buf) {
+  buf.resize(size_t(m * k + k * n + m * n));
+  float* fa = buf.data();
+  float* fb = fa + m * k;
+  float* fc = fb + k * n;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) fa[i * k + p] = to_f32(a.p[i * a.s_r + p * a.s_c]);
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) fb[p * n + j] = to_f32(b.p[p * b.s_r + j * b.s_c]);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, fa, int(k), fb, int(n), 0.0f,
+              fc, int(n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = from_f32<T>(fc[i * n + j]);
+}
+
+}  // namespace
+
+bool blas_compatible(const Tensor& m) { return m.ndim() >= 2 && layout_of(m).ok; }
+
+LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
+  blas_single_threaded();
+  int nd = out.ndim(), bd = nd - 2;
+  int64_t M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = a.shape()[nd - 1];
+  Shape batch = out.shape();
+  Strides a_st = a.strides(), b_st = b.strides();
+  int64_t B = 1;
+  for (int d = 0; d < bd; ++d) B *= batch[d];
+  // Slice the larger of M and N, so that a matrix-vector product still splits.
+  bool by_rows = M >= N;
+  int64_t extent = by_rows ? M : N, blocks = (extent + kSliceBlock - 1) / kSliceBlock;
+  int64_t unit_flops = 2 * std::min(extent, kSliceBlock) * (by_rows ? N : M) * K;
+
+  LaunchSpec spec;
+  spec.name = fmt::format("matmul_{}", dtype_name(out.dtype()));
+  spec.work = B * blocks;
+  spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / std::max<int64_t>(unit_flops, 1));
+  spec.bytes = a.nbytes() + b.nbytes() + out.nbytes();
+  spec.flops = 2 * B * M * N * K;
+  // Runs of units within one batch become one gemm call: [lo, hi) rows (or columns).
+  auto for_slices = [=](int64_t begin, int64_t end, auto&& gemm) {
+    for (int64_t u = begin; u < end;) {
+      int64_t bi = u / blocks, k0 = u % blocks, k1 = std::min(blocks, k0 + (end - u));
+      int64_t lo = k0 * kSliceBlock, hi = std::min(extent, k1 * kSliceBlock);
+      gemm(offset_of(bi, batch, a_st, bd), offset_of(bi, batch, b_st, bd), bi * M * N, lo, hi);
+      u += k1 - k0;
+    }
+  };
+  int64_t sam = a_st[nd - 2], sak = a_st[nd - 1], sbk = b_st[nd - 2], sbn = b_st[nd - 1];
+  if (out.dtype() == DType::f32) {
+    Layout la = layout_of(a), lb = layout_of(b);
+    const float* ap = a.data<float>();
+    const float* bp = b.data<float>();
+    float* cp = out.data<float>();
+    spec.body = [=](int64_t begin, int64_t end) {
+      for_slices(begin, end, [&](int64_t ao, int64_t bo, int64_t co, int64_t lo, int64_t hi) {
+        const float* A = ap + ao;
+        const float* Bm = bp + bo;
+        float* C = cp + co;
+        int64_t m = M, n = N;
+        if (by_rows) A += lo * sam, C += lo * N, m = hi - lo;
+        else Bm += lo * sbn, C += lo, n = hi - lo;
+        cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(K), 1.0f, A, int(la.ld), Bm, int(lb.ld),
+                    0.0f, C, int(N));
+      });
+    };
+    return spec;
+  }
+  OPSCOPE_DISPATCH_FLOAT(out.dtype(), T, [&] {
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    T* cp = out.data<T>();
+    spec.body = [=](int64_t begin, int64_t end) {
+      std::vector<float> buf;
+      for_slices(begin, end, [&](int64_t ao, int64_t bo, int64_t co, int64_t lo, int64_t hi) {
+        Mat<T> A{ap + ao, sam, sak}, Bm{bp + bo, sbk, sbn};
+        T* C = cp + co;
+        int64_t m = M, n = N;
+        if (by_rows) A.p += lo * sam, C += lo * N, m = hi - lo;
+        else Bm.p += lo * sbn, C += lo, n = hi - lo;
+        gemm_lowp(A, Bm, C, N, m, n, K, buf);
+      });
+    };
+  });
+  return spec;
+}
+
+}  // namespace opscope::cpu_kernels

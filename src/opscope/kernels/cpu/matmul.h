@@ -1,0 +1,19 @@
+// Matrix multiply: each core calls OpenBLAS's sgemm (single-threaded) on its slice of
+// the rows of C (or of its columns when N > M), so the device's cores are the
+// parallelism. bf16/f16 slices are converted to f32, multiplied, and converted back.
+#pragma once
+#include "opscope/runtime/launch.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope::cpu_kernels {
+
+// Whether the last two dims of an f32 tensor can go to sgemm as they are: a row-major
+// matrix, possibly transposed, with a leading dimension (else: make it contiguous).
+bool blas_compatible(const Tensor& m);
+
+// out (batch..., M, N), contiguous = a (batch..., M, K) @ b (batch..., K, N), where a and
+// b already have out's batch dims (broadcast ones with stride 0) and K > 0. f32 operands
+// must be blas_compatible; bf16/f16 ones may have any strides.
+LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b);
+
+}  // namespace opscope::cpu_kernels

@@ -1,0 +1,111 @@
+// Reduction kernels (sum, mean, max, min, var, argmax) and the row primitives the
+// normalization kernels share. Row primitives keep kLanes independent accumulators so
+// that the compiler vectorizes them without -ffast-math (f32 addition is not associative).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+#include "opscope/core/dtype.h"
+#include "opscope/runtime/launch.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope::cpu_kernels {
+
+enum class ReduceKind : uint8_t { sum, mean, max, min, var, argmax };
+std::string_view reduce_name(ReduceKind k);
+
+// The launch that reduces x over `axes` (normalized, unique) into the contiguous `out`,
+// whose elements are x's kept dims in row-major order. var divides by N - correction
+// (NaN when that is <= 0); argmax takes exactly one axis and writes i64. Paths: rows
+// (the reduced extent is unit-stride), columns (the kept inner dim is unit-stride, e.g.
+// sums over outer axes), strided (anything else). The kernel name says which.
+LaunchSpec reduce_spec(ReduceKind kind, const Tensor& out, const Tensor& x, std::span<const int> axes,
+                       int64_t correction);
+
+// ---- row primitives ----
+constexpr int kLanes = 32;
+
+// Accumulator of a reduction over T: f32 for floating types, i64 for integers.
+template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, float>;
+
+template <class Acc, class T> inline Acc load_as(T v) {
+  if constexpr (std::is_integral_v<T>) return Acc(v);
+  else return Acc(to_f32(v));
+}
+
+template <class Acc, class T> inline Acc row_sum(const T* x, int64_t n) {
+  Acc acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += load_as<Acc>(x[i + j]);
+  Acc s = 0;
+  for (; i < n; ++i) s += load_as<Acc>(x[i]);
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
+template <class T> inline float row_sumsq(const T* x, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      float v = to_f32(x[i + j]);
+      acc[j] += v * v;
+    }
+  float s = 0;
+  for (; i < n; ++i) {
+    float v = to_f32(x[i]);
+    s += v * v;
+  }
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
+// Sum of (x - mu)^2: the second pass of a two-pass variance.
+template <class T> inline float row_sqdev(const T* x, int64_t n, float mu) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      float d = to_f32(x[i + j]) - mu;
+      acc[j] += d * d;
+    }
+  float s = 0;
+  for (; i < n; ++i) {
+    float d = to_f32(x[i]) - mu;
+    s += d * d;
+  }
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
+// v replaces the running extreme m when it is larger (smaller) or NaN: NaN is sticky,
+// as in torch.max.
+template <bool kMax, class A> inline bool better(A v, A m) {
+  if constexpr (kMax) return v > m || v != v;
+  else return v < m || v != v;
+}
+
+// Largest (smallest) value of x[0..n), n >= 1.
+template <bool kMax, class Acc, class T> inline Acc row_extreme(const T* x, int64_t n) {
+  Acc m[kLanes];
+  Acc first = load_as<Acc>(x[0]);
+  for (int j = 0; j < kLanes; ++j) m[j] = first;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      Acc v = load_as<Acc>(x[i + j]);
+      m[j] = better<kMax>(v, m[j]) ? v : m[j];
+    }
+  Acc r = m[0];
+  for (int j = 1; j < kLanes; ++j) r = better<kMax>(m[j], r) ? m[j] : r;
+  for (; i < n; ++i) {
+    Acc v = load_as<Acc>(x[i]);
+    r = better<kMax>(v, r) ? v : r;
+  }
+  return r;
+}
+
+}  // namespace opscope::cpu_kernels

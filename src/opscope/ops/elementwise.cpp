@@ -1,0 +1,124 @@
+// Elementwise ops: unary math and broadcasting binary ops. The framework step validates
+// the operands and infers the output (the broadcast shape, the common dtype); the
+// runtime allocates it and launches the kernel that kernels/cpu/elementwise builds.
+#include <cmath>
+
+#include "opscope/core/error.h"
+#include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/ops/ops.h"
+#include "opscope/runtime/op_scope.h"
+#include "opscope/runtime/runtime.h"
+
+namespace opscope {
+
+namespace {
+
+using cpu_kernels::BinaryOp;
+using cpu_kernels::UnaryOp;
+
+void check_defined(const char* op, const Tensor& t, const char* arg) {
+  if (!t.defined()) fail(op, "{} is undefined (a default-constructed Tensor)", arg);
+}
+
+template <class Kind>
+void check_dtype(const char* op, Kind kind, const Tensor& t) {
+  if (!is_floating(t.dtype()) && !cpu_kernels::supports_integers(kind))
+    fail(op, "dtype {} is not supported (shape {}); {} takes f32, bf16 or f16, convert with .to()",
+         dtype_name(t.dtype()), t.shape().str(), op);
+}
+
+Tensor unary(const char* op, UnaryOp kind, const Tensor& x) {
+  // framework: validate, infer
+  check_defined(op, x, "x");
+  check_dtype(op, kind, x);
+  // runtime: allocate, launch
+  Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
+  if (out.numel()) runtime::launch(x.device(), cpu_kernels::unary_spec(kind, out, x), {&x}, {&out});
+  return out;
+}
+
+Tensor binary(const char* op, BinaryOp kind, const Tensor& a, const Tensor& b) {
+  check_defined(op, a, "a");
+  check_defined(op, b, "b");
+  if (&a.device() != &b.device())
+    fail(op, "a is on {} but b is on {} (shapes {} and {})", a.device().name(), b.device().name(), a.shape().str(),
+         b.shape().str());
+  if (a.dtype() != b.dtype())
+    fail(op, "dtypes {} and {} differ (shapes {} and {}); convert one with .to()", dtype_name(a.dtype()),
+         dtype_name(b.dtype()), a.shape().str(), b.shape().str());
+  check_dtype(op, kind, a);
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = runtime::allocate(shape, a.dtype(), a.device());
+  if (out.numel()) runtime::launch(a.device(), cpu_kernels::binary_spec(kind, out, a, b), {&a, &b}, {&out});
+  return out;
+}
+
+// A double operand is a value of x's dtype: for i32/i64 it must be an integer in range.
+Tensor binary_scalar(const char* op, BinaryOp kind, const Tensor& x, double s, bool scalar_first) {
+  check_defined(op, x, "x");
+  check_dtype(op, kind, x);
+  if (!is_floating(x.dtype())) {
+    double lim = x.dtype() == DType::i32 ? 2147483648.0 : 9223372036854775808.0;
+    if (std::trunc(s) != s || s < -lim || s >= lim)
+      fail(op, "the scalar {} is not a value of x's dtype {} (shape {})", s, dtype_name(x.dtype()), x.shape().str());
+  }
+  Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
+  if (out.numel())
+    runtime::launch(x.device(), cpu_kernels::binary_scalar_spec(kind, out, x, s, scalar_first), {&x}, {&out});
+  return out;
+}
+
+}  // namespace
+
+// ---- unary ----
+Tensor neg(const Tensor& x) { OPSCOPE_OP("neg", &x); return unary("neg", UnaryOp::neg, x); }
+Tensor abs(const Tensor& x) { OPSCOPE_OP("abs", &x); return unary("abs", UnaryOp::abs, x); }
+Tensor exp(const Tensor& x) { OPSCOPE_OP("exp", &x); return unary("exp", UnaryOp::exp, x); }
+Tensor log(const Tensor& x) { OPSCOPE_OP("log", &x); return unary("log", UnaryOp::log, x); }
+Tensor sqrt(const Tensor& x) { OPSCOPE_OP("sqrt", &x); return unary("sqrt", UnaryOp::sqrt, x); }
+Tensor rsqrt(const Tensor& x) { OPSCOPE_OP("rsqrt", &x); return unary("rsqrt", UnaryOp::rsqrt, x); }
+Tensor sin(const Tensor& x) { OPSCOPE_OP("sin", &x); return unary("sin", UnaryOp::sin, x); }
+Tensor cos(const Tensor& x) { OPSCOPE_OP("cos", &x); return unary("cos", UnaryOp::cos, x); }
+Tensor tanh(const Tensor& x) { OPSCOPE_OP("tanh", &x); return unary("tanh", UnaryOp::tanh, x); }
+Tensor sigmoid(const Tensor& x) { OPSCOPE_OP("sigmoid", &x); return unary("sigmoid", UnaryOp::sigmoid, x); }
+Tensor silu(const Tensor& x) { OPSCOPE_OP("silu", &x); return unary("silu", UnaryOp::silu, x); }
+Tensor gelu(const Tensor& x) { OPSCOPE_OP("gelu", &x); return unary("gelu", UnaryOp::gelu, x); }
+Tensor relu(const Tensor& x) { OPSCOPE_OP("relu", &x); return unary("relu", UnaryOp::relu, x); }
+
+// ---- binary ----
+Tensor add(const Tensor& a, const Tensor& b) { OPSCOPE_OP("add", &a, &b); return binary("add", BinaryOp::add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { OPSCOPE_OP("sub", &a, &b); return binary("sub", BinaryOp::sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { OPSCOPE_OP("mul", &a, &b); return binary("mul", BinaryOp::mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { OPSCOPE_OP("div", &a, &b); return binary("div", BinaryOp::div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { OPSCOPE_OP("pow", &a, &b); return binary("pow", BinaryOp::pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  OPSCOPE_OP("maximum", &a, &b);
+  return binary("maximum", BinaryOp::maximum, a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  OPSCOPE_OP("minimum", &a, &b);
+  return binary("minimum", BinaryOp::minimum, a, b);
+}
+
+// ---- tensor op scalar ----
+Tensor add(const Tensor& a, double b) { OPSCOPE_OP("add", &a); return binary_scalar("add", BinaryOp::add, a, b, false); }
+Tensor sub(const Tensor& a, double b) { OPSCOPE_OP("sub", &a); return binary_scalar("sub", BinaryOp::sub, a, b, false); }
+Tensor mul(const Tensor& a, double b) { OPSCOPE_OP("mul", &a); return binary_scalar("mul", BinaryOp::mul, a, b, false); }
+Tensor div(const Tensor& a, double b) { OPSCOPE_OP("div", &a); return binary_scalar("div", BinaryOp::div, a, b, false); }
+Tensor pow(const Tensor& a, double b) { OPSCOPE_OP("pow", &a); return binary_scalar("pow", BinaryOp::pow, a, b, false); }
+Tensor maximum(const Tensor& a, double b) {
+  OPSCOPE_OP("maximum", &a);
+  return binary_scalar("maximum", BinaryOp::maximum, a, b, false);
+}
+Tensor minimum(const Tensor& a, double b) {
+  OPSCOPE_OP("minimum", &a);
+  return binary_scalar("minimum", BinaryOp::minimum, a, b, false);
+}
+
+// ---- scalar op tensor ----
+Tensor add(double a, const Tensor& b) { OPSCOPE_OP("add", &b); return binary_scalar("add", BinaryOp::add, b, a, true); }
+Tensor sub(double a, const Tensor& b) { OPSCOPE_OP("sub", &b); return binary_scalar("sub", BinaryOp::sub, b, a, true); }
+Tensor mul(double a, const Tensor& b) { OPSCOPE_OP("mul", &b); return binary_scalar("mul", BinaryOp::mul, b, a, true); }
+Tensor div(double a, const Tensor& b) { OPSCOPE_OP("div", &b); return binary_scalar("div", BinaryOp::div, b, a, true); }
+
+}  // namespace opscope

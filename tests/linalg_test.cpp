@@ -1,0 +1,190 @@
+// matmul against a naive triple loop in double: 2-d, batched with broadcast batch dims,
+// 1-d operands, transposed and strided inputs, 16-bit dtypes, bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "opscope/core/error.h"
+#include "opscope/ops/ops.h"
+
+using namespace opscope;
+
+namespace {
+
+// Naive reference for contiguous (batch, M, K) @ (batch, K, N) values, where the batch
+// index of each operand comes from `a_of(b)` / `b_of(b)`.
+template <class FA, class FB>
+std::vector<double> naive(const std::vector<float>& a, const std::vector<float>& b, int64_t batches, int64_t M,
+                          int64_t K, int64_t N, FA a_of, FB b_of) {
+  std::vector<double> c(size_t(batches * M * N), 0.0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const float* A = &a[size_t(a_of(bi) * M * K)];
+    const float* B = &b[size_t(b_of(bi) * K * N)];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < K; ++p) s += double(A[i * K + p]) * B[p * N + j];
+        c[size_t((bi * M + i) * N + j)] = s;
+      }
+  }
+  return c;
+}
+
+std::vector<double> naive2d(const Tensor& a, const Tensor& b) {
+  int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  auto same = [](int64_t) { return int64_t(0); };
+  return naive(a.to_float_vector(), b.to_float_vector(), 1, M, K, N, same, same);
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double rtol, double atol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 10; ++i) {
+    bool ok = std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]);
+    if (!ok) ++bad;
+    EXPECT_TRUE(ok) << what << " at " << i << ": got " << got[i] << ", want " << want[i];
+  }
+}
+
+template <class F> void expect_error(F&& f, const std::string& expected, bool exact = false) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected " << expected;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (exact) EXPECT_EQ(msg, expected);
+    else EXPECT_EQ(msg.rfind(expected, 0), 0u) << msg;
+  }
+}
+
+}  // namespace
+
+TEST(Matmul, TwoDimOddSizes) {
+  struct Case { int64_t M, K, N; };
+  for (Case c : {Case{1, 1, 1}, Case{3, 5, 4}, Case{33, 65, 17}, Case{1, 4097, 3}, Case{300, 64, 200}, Case{2, 64, 1000}}) {
+    Tensor a = randn({c.M, c.K}, uint64_t(c.M * 7 + c.K)), b = randn({c.K, c.N}, uint64_t(c.N * 3 + c.K));
+    Tensor y = matmul(a, b);
+    ASSERT_EQ(y.shape(), (Shape{c.M, c.N}));
+    expect_close(y.to_float_vector(), naive2d(a, b), 1e-4, 1e-4 * std::sqrt(double(c.K)),
+                 "(" + std::to_string(c.M) + ", " + std::to_string(c.K) + ") @ (" + std::to_string(c.K) + ", " +
+                     std::to_string(c.N) + ")");
+  }
+}
+
+TEST(Matmul, BatchedWithBroadcast) {
+  // (2, 3, 4, 5) @ (5, 6): b broadcast over both batch dims.
+  Tensor a = randn({2, 3, 4, 5}, 60), b = randn({5, 6}, 61);
+  Tensor y = matmul(a, b);
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 4, 6}));
+  expect_close(y.to_float_vector(),
+               naive(a.to_float_vector(), b.to_float_vector(), 6, 4, 5, 6, [](int64_t i) { return i; },
+                     [](int64_t) { return int64_t(0); }),
+               1e-5, 1e-5, "(2, 3, 4, 5) @ (5, 6)");
+  // (2, 1, 4, 5) @ (3, 5, 6) -> (2, 3, 4, 6): each operand broadcast along a different dim.
+  Tensor c = randn({2, 1, 4, 5}, 62), d = randn({3, 5, 6}, 63);
+  Tensor z = matmul(c, d);
+  ASSERT_EQ(z.shape(), (Shape{2, 3, 4, 6}));
+  expect_close(z.to_float_vector(),
+               naive(c.to_float_vector(), d.to_float_vector(), 6, 4, 5, 6, [](int64_t i) { return i / 3; },
+                     [](int64_t i) { return i % 3; }),
+               1e-5, 1e-5, "(2, 1, 4, 5) @ (3, 5, 6)");
+  // Many small matrices: the work splits over batches.
+  Tensor e = randn({64, 9, 7}, 64), f = randn({64, 7, 11}, 65);
+  auto id = [](int64_t i) { return i; };
+  expect_close(matmul(e, f).to_float_vector(), naive(e.to_float_vector(), f.to_float_vector(), 64, 9, 7, 11, id, id),
+               1e-5, 1e-5, "64 batches");
+}
+
+TEST(Matmul, OneDimOperands) {
+  Tensor v = randn({5}, 66), w = randn({5}, 67), m = randn({5, 3}, 68), n = randn({4, 5}, 69), bn = randn({2, 4, 5}, 70);
+  auto zero = [](int64_t) { return int64_t(0); };
+  auto id = [](int64_t i) { return i; };
+  Tensor dot = matmul(v, w);
+  EXPECT_EQ(dot.shape(), Shape{});
+  expect_close(dot.to_float_vector(), naive(v.to_float_vector(), w.to_float_vector(), 1, 1, 5, 1, zero, zero), 1e-5,
+               1e-5, "(5) @ (5)");
+  Tensor vm = matmul(v, m);
+  EXPECT_EQ(vm.shape(), Shape{3});
+  expect_close(vm.to_float_vector(), naive(v.to_float_vector(), m.to_float_vector(), 1, 1, 5, 3, zero, zero), 1e-5,
+               1e-5, "(5) @ (5, 3)");
+  Tensor mv = matmul(n, v);
+  EXPECT_EQ(mv.shape(), Shape{4});
+  expect_close(mv.to_float_vector(), naive(n.to_float_vector(), v.to_float_vector(), 1, 4, 5, 1, zero, zero), 1e-5,
+               1e-5, "(4, 5) @ (5)");
+  Tensor bmv = matmul(bn, v);
+  EXPECT_EQ(bmv.shape(), (Shape{2, 4}));
+  expect_close(bmv.to_float_vector(), naive(bn.to_float_vector(), v.to_float_vector(), 2, 4, 5, 1, id, zero), 1e-5,
+               1e-5, "(2, 4, 5) @ (5)");
+}
+
+TEST(Matmul, TransposedAndStridedInputs) {
+  Tensor at = randn({65, 33}, 71).transpose(0, 1);  // (33, 65), passed as CblasTrans
+  Tensor bt = randn({17, 65}, 72).transpose(0, 1);  // (65, 17)
+  Tensor a = at.contiguous(), b = bt.contiguous();
+  std::vector<double> want = naive2d(a, b);
+  expect_close(matmul(at, b).to_float_vector(), want, 1e-4, 1e-4, "a transposed");
+  expect_close(matmul(a, bt).to_float_vector(), want, 1e-4, 1e-4, "b transposed");
+  expect_close(matmul(at, bt).to_float_vector(), want, 1e-4, 1e-4, "both transposed");
+  // Rows with a leading dimension larger than the row: a column slice.
+  Tensor wide = randn({33, 100}, 73);
+  Tensor as = wide.slice(1, 10, 75);  // (33, 65), row stride 100
+  expect_close(matmul(as, b).to_float_vector(), naive2d(as.contiguous(), b), 1e-4, 1e-4, "sliced columns");
+  // A layout sgemm cannot take (step along the last dim) is copied first.
+  Tensor stepped = randn({33, 130}, 74).slice(1, 0, 130, 2);
+  expect_close(matmul(stepped, b).to_float_vector(), naive2d(stepped.contiguous(), b), 1e-4, 1e-4, "stepped columns");
+  // Batched transposed: (B, N, K) viewed as (B, K, N), as in attention's q @ k^T.
+  Tensor q = randn({3, 8, 16}, 75), k = randn({3, 10, 16}, 76);
+  Tensor kt = k.transpose(1, 2);
+  auto id = [](int64_t i) { return i; };
+  expect_close(matmul(q, kt).to_float_vector(),
+               naive(q.to_float_vector(), kt.contiguous().to_float_vector(), 3, 8, 16, 10, id, id), 1e-5, 1e-5,
+               "batched q @ k^T");
+  // An expanded (stride-0) batch operand.
+  Tensor one = randn({1, 16, 10}, 77);
+  Tensor ex = one.expand({3, 16, 10});
+  expect_close(matmul(q, ex).to_float_vector(),
+               naive(q.to_float_vector(), one.to_float_vector(), 3, 8, 16, 10, id, [](int64_t) { return int64_t(0); }),
+               1e-5, 1e-5, "expanded batch");
+}
+
+TEST(Matmul, SixteenBitTypes) {
+  for (DType dt : {DType::bf16, DType::f16}) {
+    Tensor a = randn({37, 70}, 78, dt), b = randn({70, 29}, 79, dt);
+    Tensor y = matmul(a, b);
+    EXPECT_EQ(y.dtype(), dt);
+    double rtol = dt == DType::bf16 ? 1e-2 : 2e-3;
+    // The reference sees the same rounded inputs; only the output rounding differs.
+    expect_close(y.to_float_vector(), naive2d(a, b), rtol, 0.05, std::string(dtype_name(dt)));
+    Tensor at = a.transpose(0, 1).contiguous().transpose(0, 1);  // same values, transposed layout
+    expect_close(matmul(at, b).to_float_vector(), naive2d(a, b), rtol, 0.05, std::string(dtype_name(dt)) + " transposed");
+    Tensor ab = randn({2, 1, 6, 5}, 80, dt), bb = randn({3, 5, 4}, 81, dt);
+    expect_close(matmul(ab, bb).to_float_vector(),
+                 naive(ab.to_float_vector(), bb.to_float_vector(), 6, 6, 5, 4, [](int64_t i) { return i / 3; },
+                       [](int64_t i) { return i % 3; }),
+                 rtol, 0.05, std::string(dtype_name(dt)) + " batched");
+  }
+}
+
+TEST(Matmul, EmptyDims) {
+  Tensor y = matmul(empty({3, 0}), empty({0, 4}));  // K = 0: a sum of nothing
+  EXPECT_EQ(y.shape(), (Shape{3, 4}));
+  EXPECT_EQ(y.to_float_vector(), std::vector<float>(12, 0.0f));
+  EXPECT_EQ(matmul(empty({0, 5}), randn({5, 4}, 1)).shape(), (Shape{0, 4}));
+  EXPECT_EQ(matmul(randn({2, 0, 5}, 1), randn({5, 4}, 1)).shape(), (Shape{2, 0, 4}));
+}
+
+TEST(Matmul, BadInput) {
+  expect_error([] { matmul(randn({2, 3}, 1), randn({4, 5}, 1)); }, "[matmul] shapes (2, 3) and (4, 5): inner dims 3 and 4 differ",
+               true);
+  expect_error([] { matmul(randn({2, 3, 4}, 1), randn({5, 4, 6}, 1)); },
+               "[matmul] shapes (2, 3, 4) and (5, 4, 6): batch dims (2) and (5) do not broadcast", true);
+  expect_error([] { matmul(randn({3}, 1), randn({4}, 1)); }, "[matmul] shapes (3) and (4): inner dims 3 and 4 differ",
+               true);
+  expect_error([] { matmul(randn({2, 3}, 1), randn({3, 2}, 1, DType::bf16)); }, "[matmul] dtypes f32 and bf16 differ");
+  expect_error([] { matmul(from_host({1, 2}, {1, 2}, DType::i32), from_host({1, 2}, {2, 1}, DType::i32)); },
+               "[matmul] dtype i32 is not supported");
+  expect_error([] { matmul(from_host({1}, {}), randn({1}, 1)); }, "[matmul] shapes () and (1)");
+  expect_error([] { matmul(Tensor(), randn({1}, 1)); }, "[matmul] an operand is undefined");
+}

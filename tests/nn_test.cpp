@@ -1,0 +1,252 @@
+// softmax, rms_norm and layer_norm against their mathematical definitions in double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "opscope/core/error.h"
+#include "opscope/ops/ops.h"
+
+using namespace opscope;
+
+namespace {
+
+// Applies f to every row (last axis) of the row-major values v with row length n.
+template <class F> std::vector<double> per_row(const std::vector<float>& v, int64_t n, F&& f) {
+  std::vector<double> out(v.size());
+  for (size_t r = 0; r * size_t(n) < v.size(); ++r) f(&v[r * size_t(n)], &out[r * size_t(n)]);
+  return out;
+}
+
+std::vector<double> softmax_ref(const std::vector<float>& v, int64_t n) {
+  return per_row(v, n, [n](const float* x, double* y) {
+    double m = -INFINITY, s = 0;
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, double(x[i]));
+    for (int64_t i = 0; i < n; ++i) s += std::exp(double(x[i]) - m);
+    for (int64_t i = 0; i < n; ++i) y[i] = std::exp(double(x[i]) - m) / s;
+  });
+}
+
+std::vector<double> rms_norm_ref(const std::vector<float>& v, int64_t n, const std::vector<float>& w, double eps) {
+  return per_row(v, n, [&](const float* x, double* y) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+    double r = 1.0 / std::sqrt(ss / double(n) + eps);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * r * (w.empty() ? 1.0 : w[size_t(i)]);
+  });
+}
+
+std::vector<double> layer_norm_ref(const std::vector<float>& v, int64_t n, const std::vector<float>& w,
+                                   const std::vector<float>& b, double eps) {
+  return per_row(v, n, [&](const float* x, double* y) {
+    double mu = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mu += x[i];
+    mu /= double(n);
+    for (int64_t i = 0; i < n; ++i) var += (x[i] - mu) * (x[i] - mu);
+    double r = 1.0 / std::sqrt(var / double(n) + eps);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = (x[i] - mu) * r * (w.empty() ? 1.0 : w[size_t(i)]) + (b.empty() ? 0.0 : b[size_t(i)]);
+  });
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double rtol, double atol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 10; ++i) {
+    bool ok = std::isnan(want[i]) ? std::isnan(got[i]) : std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]);
+    if (!ok) ++bad;
+    EXPECT_TRUE(ok) << what << " at " << i << ": got " << got[i] << ", want " << want[i];
+  }
+}
+
+template <class F> void expect_error(F&& f, const std::string& expected_prefix_or_message, bool exact = false) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected " << expected_prefix_or_message;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (exact) EXPECT_EQ(msg, expected_prefix_or_message);
+    else EXPECT_EQ(msg.rfind(expected_prefix_or_message, 0), 0u) << msg;
+  }
+}
+
+// Moves `axis` of the row-major values to the end (for references along other axes).
+std::vector<float> move_axis_last(const std::vector<float>& v, const Shape& s, int axis) {
+  int64_t outer = 1, n = s[axis], inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= s[d];
+  for (int d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  std::vector<float> out(v.size());
+  size_t k = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t j = 0; j < n; ++j) out[k++] = v[size_t((o * n + j) * inner + i)];
+  return out;
+}
+
+}  // namespace
+
+TEST(Softmax, LastAxisOddSizes) {
+  for (int64_t n : {1, 3, 33, 4097}) {
+    Tensor x = randn({3, n}, 20 + uint64_t(n), DType::f32, nullptr, 0, 4);
+    expect_close(softmax(x).to_float_vector(), softmax_ref(x.to_float_vector(), n), 1e-5, 1e-9,
+                 "softmax rows of " + std::to_string(n));
+  }
+  Tensor y = randn({2, 3, 5, 7}, 21);
+  expect_close(softmax(y, 3).to_float_vector(), softmax_ref(y.to_float_vector(), 7), 1e-5, 1e-9, "4-d, axis 3");
+}
+
+TEST(Softmax, OuterAxes) {
+  Tensor x = randn({4, 300, 5}, 22, DType::f32, nullptr, 0, 3);
+  std::vector<float> v = x.to_float_vector();
+  for (int axis : {0, 1}) {
+    std::vector<float> got = move_axis_last(softmax(x, axis).to_float_vector(), x.shape(), axis);
+    expect_close(got, softmax_ref(move_axis_last(v, x.shape(), axis), x.shape()[axis]), 1e-5, 1e-9,
+                 "axis " + std::to_string(axis));
+  }
+  // The negative axis and the default are the last axis.
+  EXPECT_EQ(softmax(x, -1).to_float_vector(), softmax(x).to_float_vector());
+}
+
+TEST(Softmax, StableAndMasked) {
+  // Large logits must not overflow; -inf entries get exactly 0.
+  Tensor x = from_host({1000, 1001, 999, -INFINITY, 0, 0, -INFINITY, -INFINITY}, {2, 4});
+  std::vector<float> y = softmax(x).to_float_vector();
+  double e0 = std::exp(-1.0), e2 = std::exp(-2.0), s = e0 + 1 + e2;
+  EXPECT_NEAR(y[0], e0 / s, 1e-6);
+  EXPECT_NEAR(y[1], 1 / s, 1e-6);
+  EXPECT_NEAR(y[2], e2 / s, 1e-6);
+  EXPECT_EQ(y[3], 0.0f);
+  EXPECT_FLOAT_EQ(y[4], 0.5f);
+  EXPECT_EQ(y[6], 0.0f);
+  // A NaN poisons its row only.
+  std::vector<float> z = softmax(from_host({1, NAN, 2, 1, 2, 3}, {2, 3})).to_float_vector();
+  EXPECT_TRUE(std::isnan(z[0]) && std::isnan(z[2]));
+  EXPECT_FALSE(std::isnan(z[3]));
+}
+
+TEST(Softmax, NonContiguousAnd16Bit) {
+  Tensor base = randn({33, 17}, 23);
+  Tensor t = base.transpose(0, 1);  // rows of 33 at stride 17
+  expect_close(softmax(t).to_float_vector(), softmax_ref(t.to_float_vector(), 33), 1e-5, 1e-9, "transposed");
+  for (DType dt : {DType::bf16, DType::f16}) {
+    Tensor x = randn({5, 4097}, 24, dt, nullptr, 0, 3);
+    Tensor y = softmax(x);
+    EXPECT_EQ(y.dtype(), dt);
+    expect_close(y.to_float_vector(), softmax_ref(x.to_float_vector(), 4097), dt == DType::bf16 ? 8e-3 : 1e-3, 1e-7,
+                 std::string(dtype_name(dt)));
+    std::vector<float> c = move_axis_last(softmax(x, 0).to_float_vector(), x.shape(), 0);
+    expect_close(c, softmax_ref(move_axis_last(x.to_float_vector(), x.shape(), 0), 5),
+                 dt == DType::bf16 ? 8e-3 : 1e-3, 1e-7, std::string(dtype_name(dt)) + " axis 0");
+  }
+}
+
+TEST(Softmax, BadInputAndEmpty) {
+  expect_error([] { softmax(randn({2, 3}, 1), 2); }, "[softmax] axis 2 is out of range");
+  expect_error([] { softmax(from_host({1, 2}, {2}, DType::i32)); }, "[softmax] x has dtype i32");
+  EXPECT_EQ(softmax(empty({0, 5})).shape(), (Shape{0, 5}));
+  EXPECT_EQ(softmax(from_host({3}, {})).item(), 1.0f);  // a scalar is a row of one
+}
+
+TEST(RmsNorm, MatchesDefinition) {
+  for (int64_t n : {1, 3, 64, 4096, 4097}) {
+    Tensor x = randn({5, n}, 30 + uint64_t(n), DType::f32, nullptr, 0.3f, 2.0f);
+    Tensor w = randn({n}, 31);
+    expect_close(rms_norm(x, w, 1e-6).to_float_vector(),
+                 rms_norm_ref(x.to_float_vector(), n, w.to_float_vector(), 1e-6), 1e-5, 1e-6,
+                 "rms_norm rows of " + std::to_string(n));
+  }
+  Tensor x3 = randn({2, 3, 40}, 32);
+  Tensor w3 = randn({40}, 33);
+  expect_close(rms_norm(x3, w3, 0.5).to_float_vector(), rms_norm_ref(x3.to_float_vector(), 40, w3.to_float_vector(), 0.5),
+               1e-5, 1e-6, "3-d, large eps");
+  // No weight: undefined means none.
+  expect_close(rms_norm(x3, Tensor()).to_float_vector(), rms_norm_ref(x3.to_float_vector(), 40, {}, 1e-6), 1e-5,
+               1e-6, "no weight");
+}
+
+TEST(RmsNorm, NonContiguousAnd16Bit) {
+  Tensor base = randn({64, 9}, 34);
+  Tensor t = base.transpose(0, 1);  // (9, 64) with strides (1, 9)
+  Tensor w = randn({128}, 35).slice(0, 0, 128, 2);  // stride 2
+  expect_close(rms_norm(t, w).to_float_vector(), rms_norm_ref(t.to_float_vector(), 64, w.to_float_vector(), 1e-6),
+               1e-5, 1e-6, "transposed x, strided weight");
+  for (DType dt : {DType::bf16, DType::f16}) {
+    Tensor x = randn({7, 4096}, 36, dt);
+    Tensor w16 = randn({4096}, 37, dt);
+    Tensor y = rms_norm(x, w16);
+    EXPECT_EQ(y.dtype(), dt);
+    expect_close(y.to_float_vector(), rms_norm_ref(x.to_float_vector(), 4096, w16.to_float_vector(), 1e-6),
+                 dt == DType::bf16 ? 8e-3 : 1e-3, 1e-3, std::string(dtype_name(dt)));
+  }
+}
+
+TEST(RmsNorm, BadInput) {
+  Tensor x = randn({2, 4096}, 38);
+  expect_error([&] { rms_norm(x, randn({4095}, 1)); }, "[rms_norm] weight has shape (4095) but x's last axis is 4096",
+               true);
+  expect_error([&] { rms_norm(x, randn({1, 4096}, 1)); }, "[rms_norm] weight has shape (1, 4096)");
+  expect_error([&] { rms_norm(x, randn({4096}, 1, DType::bf16)); }, "[rms_norm] weight has dtype bf16 but x has dtype f32",
+               true);
+  expect_error([&] { rms_norm(from_host({1}, {}), Tensor()); }, "[rms_norm] x is a scalar");
+  expect_error([&] { rms_norm(from_host({1, 2}, {2}, DType::i32), Tensor()); }, "[rms_norm] x has dtype i32");
+  EXPECT_EQ(rms_norm(empty({0, 16}), randn({16}, 1)).shape(), (Shape{0, 16}));
+}
+
+TEST(LayerNorm, MatchesDefinition) {
+  for (int64_t n : {1, 3, 100, 4097}) {
+    Tensor x = randn({4, n}, 40 + uint64_t(n), DType::f32, nullptr, 5.0f, 3.0f);  // offset mean: tests centering
+    Tensor w = randn({n}, 41), b = randn({n}, 42);
+    expect_close(layer_norm(x, w, b, 1e-5).to_float_vector(),
+                 layer_norm_ref(x.to_float_vector(), n, w.to_float_vector(), b.to_float_vector(), 1e-5), 1e-4, 1e-4,
+                 "layer_norm rows of " + std::to_string(n));
+  }
+  Tensor x = randn({3, 2, 50}, 43);
+  Tensor w = randn({50}, 44), b = randn({50}, 45);
+  std::vector<float> v = x.to_float_vector();
+  expect_close(layer_norm(x, w, Tensor()).to_float_vector(), layer_norm_ref(v, 50, w.to_float_vector(), {}, 1e-5),
+               1e-4, 1e-5, "weight only");
+  expect_close(layer_norm(x, Tensor(), b).to_float_vector(), layer_norm_ref(v, 50, {}, b.to_float_vector(), 1e-5),
+               1e-4, 1e-5, "bias only");
+  expect_close(layer_norm(x, Tensor(), Tensor(), 0.1).to_float_vector(), layer_norm_ref(v, 50, {}, {}, 0.1), 1e-4,
+               1e-5, "neither, eps 0.1");
+}
+
+TEST(LayerNorm, NonContiguousAnd16Bit) {
+  Tensor t = randn({50, 6}, 46).transpose(0, 1);
+  Tensor w = randn({50}, 47), b = randn({50}, 48);
+  expect_close(layer_norm(t, w, b).to_float_vector(),
+               layer_norm_ref(t.to_float_vector(), 50, w.to_float_vector(), b.to_float_vector(), 1e-5), 1e-4, 1e-5,
+               "transposed");
+  for (DType dt : {DType::bf16, DType::f16}) {
+    Tensor x = randn({3, 4097}, 49, dt, nullptr, 2.0f, 1.0f);
+    Tensor w16 = randn({4097}, 50, dt), b16 = randn({4097}, 51, dt);
+    expect_close(layer_norm(x, w16, b16).to_float_vector(),
+                 layer_norm_ref(x.to_float_vector(), 4097, w16.to_float_vector(), b16.to_float_vector(), 1e-5),
+                 dt == DType::bf16 ? 8e-3 : 1e-3, 2e-2, std::string(dtype_name(dt)));
+  }
+}
+
+TEST(LayerNorm, BadInput) {
+  Tensor x = randn({2, 8}, 52);
+  expect_error([&] { layer_norm(x, randn({8}, 1), randn({7}, 1)); }, "[layer_norm] bias has shape (7) but x's last axis is 8",
+               true);
+  expect_error([&] { layer_norm(x, randn({9}, 1), randn({8}, 1)); }, "[layer_norm] weight has shape (9)");
+  expect_error([&] { layer_norm(Tensor(), Tensor(), Tensor()); }, "[layer_norm] x is undefined");
+}
+
+TEST(Norms, LargeOutputsStreamed) {
+  // Outputs of 8 MiB and more are written with streaming stores; odd row lengths make
+  // the rows start unaligned.
+  Tensor x = randn({520, 4097}, 53, DType::f32, nullptr, 0.5f, 2.0f);
+  Tensor w = randn({4097}, 54), b = randn({4097}, 55);
+  std::vector<float> v = x.to_float_vector(), wv = w.to_float_vector(), bv = b.to_float_vector();
+  expect_close(rms_norm(x, w).to_float_vector(), rms_norm_ref(v, 4097, wv, 1e-6), 1e-5, 1e-6, "large rms_norm");
+  expect_close(layer_norm(x, w, b).to_float_vector(), layer_norm_ref(v, 4097, wv, bv, 1e-5), 1e-4, 1e-4,
+               "large layer_norm");
+  expect_close(softmax(x).to_float_vector(), softmax_ref(v, 4097), 1e-5, 1e-9, "large softmax");
+  Tensor h = randn({1040, 4097}, 56, DType::bf16);
+  Tensor hw = randn({4097}, 57, DType::bf16);
+  expect_close(rms_norm(h, hw).to_float_vector(), rms_norm_ref(h.to_float_vector(), 4097, hw.to_float_vector(), 1e-6),
+               8e-3, 1e-3, "large bf16 rms_norm");
+}
