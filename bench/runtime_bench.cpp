@@ -1,0 +1,116 @@
+// Runtime benchmarks, every figure a ratio measured in this run:
+//  - bandwidth probe: STREAM-like copy and triad on the CPU device's cores (the limit);
+//  - rms_norm f32 4096x4096: achieved GB/s as a fraction of the probe's copy bandwidth;
+//  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
+//  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "opscope/cases/rmsnorm.h"
+#include "opscope/opscope.h"
+#include "opscope/runtime/runtime.h"
+
+using namespace opscope;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Best-of-n seconds of `fn` followed by a device synchronize.
+template <class F>
+double best_of(int n, F&& fn) {
+  double best = 1e30;
+  for (int i = 0; i < n; ++i) {
+    double t0 = now_s();
+    fn();
+    cpu().synchronize();
+    best = std::min(best, now_s() - t0);
+  }
+  return best;
+}
+
+// STREAM copy (a = b) and triad (a = b + s*c) as kernels on the device's cores.
+struct Probe {
+  double copy_gbs, triad_gbs;
+};
+Probe bandwidth_probe(int64_t n) {
+  Tensor a = zeros({n}), b = full({n}, 1.0), c = full({n}, 2.0);
+  float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  const float* pc = c.data<float>();
+  constexpr int64_t kBlock = 1 << 16;
+  auto launch = [&](bool triad) {
+    LaunchSpec spec;
+    spec.name = triad ? "stream_triad" : "stream_copy";
+    spec.work = (n + kBlock - 1) / kBlock;
+    spec.grain = 1;
+    spec.bytes = (triad ? 3 : 2) * n * 4;
+    spec.body = [=](int64_t lo, int64_t hi) {
+      int64_t i0 = lo * kBlock, i1 = std::min(n, hi * kBlock);
+      if (!triad) {
+        std::memcpy(pa + i0, pb + i0, size_t(i1 - i0) * 4);
+      } else {
+        for (int64_t i = i0; i < i1; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+      }
+    };
+    runtime::launch(cpu(), std::move(spec), {&b, &c}, {&a});
+  };
+  cpu().synchronize();
+  double tc = best_of(10, [&] { launch(false); });
+  double tt = best_of(10, [&] { launch(true); });
+  return {2.0 * n * 4 / tc / 1e9, 3.0 * n * 4 / tt / 1e9};
+}
+
+}  // namespace
+
+int main() {
+  fmt::print("{}\n\n", cpu().description());
+
+  // 1. The machine's limit.
+  Probe p = bandwidth_probe(int64_t(32) << 20);  // 128 MiB per array
+  fmt::print("bandwidth probe (128 MiB arrays): copy {:.1f} GB/s, triad {:.1f} GB/s\n", p.copy_gbs, p.triad_gbs);
+
+  // 2. rms_norm f32 4096x4096 against the probe.
+  {
+    Tensor x = randn({4096, 4096}, 1), w = rand({4096}, 2);
+    double t = best_of(10, [&] { rms_norm(x, w); });
+    double gbs = 2.0 * x.nbytes() / t / 1e9;
+    fmt::print("rms_norm f32 4096x4096: {:.3f} ms, {:.1f} GB/s = {:.2f} of copy bandwidth (target >= 0.80)\n", t * 1e3,
+               gbs, gbs / p.copy_gbs);
+  }
+
+  // 3. naive vs built-in.
+  fmt::print("\nRMSNorm naive (six ops) vs built-in, device time (median of events):\n");
+  fmt::print("{:>12} {:>12} {:>12} {:>8}\n", "shape", "naive ms", "builtin ms", "ratio");
+  for (auto [r, h] : std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {32, 4096}, {4096, 4096}}) {
+    cases::RmsNormSetup st;
+    st.rows = r;
+    st.hidden = h;
+    st.iters = r >= 4096 ? 10 : 200;
+    st.warmup = 5;
+    auto t = cases::time_rms_norm(st, {"naive", "builtin"});
+    fmt::print("{:>12} {:>12.4f} {:>12.4f} {:>7.2f}x\n", fmt::format("{}x{}", r, h), t[0].device_ms, t[1].device_ms,
+               t[0].device_ms / t[1].device_ms);
+  }
+
+  // 4. Launch overhead of a tiny op.
+  {
+    Tensor a = ones({8}), b = ones({8});
+    cpu().synchronize();
+    constexpr int kN = 10000;
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      double t0 = now_s();
+      for (int i = 0; i < kN; ++i) add(a, b);
+      cpu().synchronize();
+      best = std::min(best, now_s() - t0);
+    }
+    fmt::print("\nlaunch overhead: add on 8 elements, {} launches + 1 synchronize: {:.0f} ns per op (target <= 500)\n",
+               kN, best / kN * 1e9);
+  }
+  return 0;
+}

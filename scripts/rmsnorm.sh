@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: set up, build, and profile the RMSNorm case study on the CPU device
+# (naive six-op version vs the built-in fused kernel; profiles saved to opscope-profile/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+exec build/tools/opscope profile rmsnorm --impl all --shape 4096x4096 --dtype f32 --device cpu --out opscope-profile "$@"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what opscope needs from Debian's packages (only what is missing), then
+# configures and builds into build/ (or $OPSCOPE_BUILD_DIR) with any extra cmake flags given.
+# OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build ccache pkg-config
+  libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libopenblas-dev libcpp-httplib-dev
+  libgtest-dev libgmock-dev libbenchmark-dev)
+[ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js and npm build the explorer's UI; any install that provides the commands will do.
+command -v npm >/dev/null || missing+=(nodejs npm)
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+build=${OPSCOPE_BUILD_DIR:-build}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+cmake --build "$build" -j "$(nproc)"

@@ -1,0 +1,22 @@
+// `opscope explore DIR...`: the browser explorer over saved profiles.
+#include <CLI/CLI.hpp>
+
+#include "opscope/explorer/explore.h"
+
+namespace opscope::cli {
+
+void add_explore_command(CLI::App& app) {
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto opt = std::make_shared<explorer::ExploreOptions>();
+  CLI::App* sub = app.add_subcommand("explore", "serve the explorer UI over saved profiles");
+  sub->add_option("dirs", *dirs, "profile folders")->required();
+  sub->add_option("--port", opt->port, "port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_option("--host", opt->host, "address to bind (other than loopback only when you mean it)")
+      ->capture_default_str();
+  sub->callback([dirs, opt] {
+    int rc = explorer::explore_main(*dirs, *opt);
+    if (rc) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace opscope::cli

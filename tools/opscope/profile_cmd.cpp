@@ -1,0 +1,108 @@
+// `opscope profile rmsnorm`: the case study under the profiler. Each implementation is
+// warmed up, profiled for --iters calls, saved to OUT/<impl>/ (trace.json + profile.db)
+// and its key_averages table printed; then the device time of each beside naive's.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "opscope/cases/rmsnorm.h"
+#include "opscope/core/error.h"
+#include "opscope/opscope.h"
+#include "opscope/profiler/config.h"
+#include "opscope/profiler/key_averages.h"
+#include "opscope/profiler/session.h"
+#include "opscope/profiler/store.h"
+
+namespace opscope::cli {
+
+namespace {
+
+struct ProfileArgs {
+  std::string impl = "all", shape = "4096x4096", dtype = "f32", device = "cpu", out = "opscope-profile";
+  std::string cores = "all", layers = "all", sort_by = "self_device_time_total";
+  int iters = 5, warmup = 3, row_limit = 15;
+  bool record_shapes = true, with_stack = false;
+};
+
+using ImplFn = Tensor (*)(const Tensor&, const Tensor&, double);
+
+std::vector<std::pair<std::string, ImplFn>> implementations(const std::string& which) {
+  std::vector<std::pair<std::string, ImplFn>> all = {{"naive", cases::naive_rms_norm},
+                                                      {"builtin", cases::builtin_rms_norm}};
+  if (which == "all") return all;
+  for (auto& p : all)
+    if (p.first == which) return {p};
+  fail("--impl", "unknown implementation '{}' (expected naive, builtin or all)", which);
+}
+
+void run_profile(const ProfileArgs& a) {
+  if (a.device != "cpu") fail("--device", "unknown device '{}' (this build has: cpu)", a.device);
+  cases::RmsNormSetup st;
+  cases::parse_shape(a.shape, st.rows, st.hidden);
+  st.dtype = parse_dtype(a.dtype, "--dtype");
+  prof::ProfilerConfig cfg;
+  cfg.layers = prof::parse_layers(a.layers, "--layers");
+  cfg.cores = prof::CoreSet::parse(a.cores, "--cores");
+  cfg.record_shapes = a.record_shapes;
+  cfg.with_stack = a.with_stack;
+  cfg.validate();
+  auto impls = implementations(a.impl);
+  // Check the output folder before spending time on the runs.
+  std::error_code ec;
+  std::filesystem::create_directories(a.out, ec);
+  if (ec) fail("--out", "cannot create '{}': {}", a.out, ec.message());
+
+  fmt::print("{}\nRMSNorm {}x{} {}, {} iterations per implementation\n\n", cpu().description(), st.rows, st.hidden,
+             a.dtype, a.iters);
+  Tensor x = randn({st.rows, st.hidden}, 0, st.dtype);
+  Tensor w = rand({st.hidden}, 1, st.dtype, nullptr, 0.5f, 1.5f);
+  std::vector<std::pair<std::string, double>> device_ms;
+  for (auto& [name, fn] : impls) {
+    for (int i = 0; i < a.warmup; ++i) fn(x, w, 1e-6);
+    cpu().synchronize();
+    prof::ProfilerConfig c = cfg;
+    c.output_dir = (std::filesystem::path(a.out) / name).string();
+    prof::Profiler p(c);
+    p.start();
+    for (int i = 0; i < a.iters; ++i) {
+      fn(x, w, 1e-6);
+      cpu().synchronize();
+    }
+    p.stop();
+    const prof::Trace& t = p.trace();
+    prof::export_profile(t, c.output_dir);
+    auto ka = prof::key_averages(t);
+    fmt::print("== {} (saved to {})\n{}\n", name, c.output_dir, ka.table(a.sort_by, a.row_limit));
+    device_ms.emplace_back(name, double(ka.self_device_time_total_ns()) / 1e6 / a.iters);
+  }
+  fmt::print("{:<10} {:>18} {:>20}\n", "impl", "device ms / call", "naive / this");
+  double naive = 0;
+  for (auto& [n, ms] : device_ms)
+    if (n == "naive") naive = ms;
+  for (auto& [n, ms] : device_ms)
+    fmt::print("{:<10} {:>18.4f} {:>20}\n", n, ms, naive > 0 && ms > 0 ? fmt::format("{:.2f}x", naive / ms) : "-");
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto a = std::make_shared<ProfileArgs>();
+  CLI::App* sub = app.add_subcommand("profile", "profile a case study and print its key_averages tables");
+  sub->add_option("case", "case study (rmsnorm)")->required()->check(CLI::IsMember({"rmsnorm"}));
+  sub->add_option("--impl", a->impl, "naive, builtin or all")->capture_default_str();
+  sub->add_option("--shape", a->shape, "ROWSxHIDDEN")->capture_default_str();
+  sub->add_option("--dtype", a->dtype, "f32, bf16 or f16")->capture_default_str();
+  sub->add_option("--device", a->device, "device to run on")->capture_default_str();
+  sub->add_option("--out", a->out, "output folder (one subfolder per implementation)")->capture_default_str();
+  sub->add_option("--cores", a->cores, "device cores to trace: all, 0,1, 0-3")->capture_default_str();
+  sub->add_option("--layers", a->layers, "framework,runtime,device or all")->capture_default_str();
+  sub->add_option("--iters", a->iters, "profiled calls per implementation")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--warmup", a->warmup, "unprofiled calls first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  sub->add_option("--sort-by", a->sort_by, "table sort key")->capture_default_str();
+  sub->add_option("--row-limit", a->row_limit, "table rows")->capture_default_str();
+  sub->add_flag("--with-stack", a->with_stack, "record each op's call site");
+  sub->callback([a] { run_profile(*a); });
+}
+
+}  // namespace opscope::cli

@@ -1,0 +1,65 @@
+// opscope table DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--group-by-stack N]
+//                   [--time-unit U]
+// prints the key_averages table of a saved profile, as it was printed when profiled.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "opscope/core/error.h"
+#include "opscope/profiler/key_averages.h"
+#include "opscope/profiler/store.h"
+
+namespace opscope::cli {
+namespace {
+
+struct TableArgs {
+  std::string dir;
+  std::string sort_by = "self_device_time_total";
+  int64_t row_limit = 100;
+  bool group_by_shape = false;
+  int group_by_stack = 0;
+  std::string time_unit;
+};
+
+// Runs `check`; an Error "[param] what" from it becomes "[--flag] what", so the
+// message names the flag the user typed.
+template <class F>
+void check_flag(const char* flag, F&& check) {
+  try {
+    check();
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    size_t close = msg.rfind('[', 0) == 0 ? msg.find("] ") : std::string::npos;
+    throw Error(std::string("[") + flag + "] " + (close == std::string::npos ? msg : msg.substr(close + 2)));
+  }
+}
+
+}  // namespace
+
+void add_table_command(CLI::App& app) {
+  auto args = std::make_shared<TableArgs>();
+  CLI::App* cmd = app.add_subcommand("table", "Print the key_averages table of a saved profile");
+  cmd->add_option("dir", args->dir, "Profile folder (with profile.db) or profile.db file")->required();
+  cmd->add_option("--sort-by", args->sort_by,
+                  "Sort key: self_cpu_time_total, cpu_time_total, cpu_time, self_device_time_total, "
+                  "device_time_total, device_time, count")
+      ->capture_default_str();
+  cmd->add_option("--row-limit", args->row_limit, "Rows to print (0: all)")->capture_default_str();
+  cmd->add_flag("--group-by-shape", args->group_by_shape, "One row per op and input shapes");
+  cmd->add_option("--group-by-stack", args->group_by_stack, "Rows per op call site too (N >= 1)");
+  cmd->add_option("--time-unit", args->time_unit, "s, ms, us or ns (default: each value in its own unit)");
+  cmd->callback([args] {
+    // The flags first: a typo should not wait for a large profile to load.
+    prof::KeyAverages none;
+    check_flag("--sort-by", [&] { none.sorted(args->sort_by); });
+    check_flag("--time-unit", [&] { none.table("", 1, args->time_unit); });
+    prof::Trace trace = prof::load_profile(args->dir);
+    prof::KeyAverages averages = prof::key_averages(trace, args->group_by_shape, args->group_by_stack);
+    std::string table = averages.table(args->sort_by, args->row_limit, args->time_unit);
+    std::fputs(table.c_str(), stdout);
+    if (!table.empty() && table.back() != '\n') std::fputc('\n', stdout);
+  });
+}
+
+}  // namespace opscope::cli
