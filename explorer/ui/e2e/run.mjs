@@ -1,0 +1,225 @@
+// End-to-end tests of the explorer in a real browser (Debian's Chromium, headless, driven
+// by playwright-core): start the server on saved profiles, open them, read the timeline,
+// follow an op to its kernels, compare two profiles. Screenshots go to --out.
+//   node e2e/run.mjs --server BUILD/tools/explorer/opscope-explore --out DIR -- PROFILE_DIR...
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const argv = process.argv.slice(2);
+const opt = (name, fallback) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : fallback; };
+const server = opt('--server');
+const out = opt('--out', 'e2e-artifacts');
+const profiles = argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : [];
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+if (!server || !profiles.length) {
+  console.error('usage: node e2e/run.mjs --server BIN --out DIR -- PROFILE_DIR...');
+  process.exit(2);
+}
+mkdirSync(out, { recursive: true });
+
+// ---- the server, on a free port; its first line of output carries the URL
+const proc = spawn(server, [...profiles, '--port', '0', '--rate', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+let log = '';
+const url = await new Promise((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 30000);
+  const onData = (d) => {
+    log += d;
+    const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(log);
+    if (m) { clearTimeout(timer); resolve(m[1]); }
+  };
+  proc.stdout.on('data', onData);
+  proc.stderr.on('data', onData);
+  proc.on('exit', (code) => reject(new Error(`server exited (${code}):\n${log}`)));
+});
+console.log(`server: ${url}`);
+
+const browser = await chromium.launch({
+  executablePath: chromiumPath,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run'],
+});
+const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+const consoleErrors = [];
+page.on('pageerror', (e) => consoleErrors.push(String(e)));
+page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+
+let passed = 0, failed = 0;
+async function check(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}\n     ${String(e.message ?? e).split('\n').join('\n     ')}`);
+    await page.screenshot({ path: join(out, `fail-${name.replace(/\W+/g, '-')}.png`) }).catch(() => {});
+  }
+}
+const shot = (name) => page.screenshot({ path: join(out, `${name}.png`) });
+const assert = (cond, msg) => { if (!cond) throw new Error(msg); };
+const timelineReady = async (n = 1) => {
+  await page.waitForFunction((n) => {
+    const t = window.__opscope?.timelines;
+    return t && t.length >= n && t.every((x) => x.ready);
+  }, n, { timeout: 15000 });
+  await page.waitForTimeout(150);  // the next animation frame has drawn
+};
+
+let ids = {};
+await check('profiles view lists the RMSNorm implementations', async () => {
+  await page.goto(url);
+  await page.waitForSelector('[data-testid=profile-card]');
+  const cards = await page.$$eval('[data-testid=profile-card]', (els) =>
+    els.map((e) => ({ id: Number(e.dataset.id), label: e.querySelector('h2').textContent })));
+  for (const c of cards) for (const impl of ['naive', 'builtin', 'compiled']) if (c.label.includes(impl)) ids[impl] = c.id;
+  assert(ids.naive !== undefined && ids.builtin !== undefined && ids.compiled !== undefined,
+    `expected naive, builtin and compiled among ${JSON.stringify(cards)}`);
+  await shot('01-profiles');
+});
+
+await check('a corrupt profile is listed with its error', async () => {
+  const errors = await page.$$eval('[data-testid=profile-error]', (els) => els.map((e) => e.textContent));
+  assert(errors.length >= 1 && /corrupt|not a|database|missing/i.test(errors.join(' ')), `error cards: ${JSON.stringify(errors)}`);
+});
+
+await check('timeline shows host, runtime and device-core tracks', async () => {
+  await page.goto(`${url}#/p/${ids.naive}/timeline`);
+  await timelineReady();
+  const lanes = await page.evaluate(() => window.__opscope.timelines[0].laneCounts());
+  assert(lanes.framework >= 2 && lanes.runtime >= 1 && lanes.device >= 2, `lanes per layer: ${JSON.stringify(lanes)}`);
+  const seen = await page.evaluate(() => {
+    const t = window.__opscope.timelines[0];
+    return [t.locate('rmsnorm naive', 'framework'), t.locate('pow_f32', 'device')].every((x) => x !== null);
+  });
+  assert(seen, 'the range on the host track and pow_f32 on a core are drawn');
+  await shot('02-timeline');
+});
+
+await check('clicking a framework op highlights its kernels on the core tracks', async () => {
+  const at = await page.evaluate(() => window.__opscope.timelines[0].locate('mean', 'framework'));
+  assert(at, 'mean op not found on screen');
+  await page.mouse.click(at.x, at.y);
+  await page.waitForFunction(() => window.__opscope.timelines[0].highlightedOn('device') > 0, null, { timeout: 10000 });
+  const n = await page.evaluate(() => ({
+    device: window.__opscope.timelines[0].highlightedOn('device'),
+    runtime: window.__opscope.timelines[0].highlightedOn('runtime'),
+  }));
+  assert(n.device >= 4 && n.runtime >= 1, `highlighted: ${JSON.stringify(n)}`);
+  const name = await page.textContent('[data-testid=details-name]');
+  assert(name === 'mean', `details panel shows ${name}`);
+  await page.mouse.move(5, 5);
+  await shot('03-op-selected');
+});
+
+await check('clicking a kernel highlights its launch and op', async () => {
+  // Bring the first rsqrt_f32 kernel into view (the event route zooms to it), clear the
+  // selection, then click the kernel on its core track.
+  const kernel = await page.evaluate(async (id) => {
+    const r = await (await fetch(`/api/profiles/${id}/search?q=rsqrt_f32&exact=1`)).json();
+    return r.events.find((e) => e.kind === 'kernel').e;
+  }, ids.naive);
+  await page.goto(`${url}#/p/${ids.naive}/timeline?event=${kernel}`);
+  await timelineReady();
+  await page.focus('.timeline canvas');
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('-');
+  await page.waitForTimeout(400);
+  const at = await page.evaluate(() => window.__opscope.timelines[0].locate('rsqrt_f32', 'device'));
+  assert(at, 'rsqrt_f32 kernel not found on screen');
+  await page.mouse.click(at.x, at.y);
+  await page.waitForFunction(() => document.querySelector('[data-testid=details-name]')?.textContent === 'rsqrt_f32', null, { timeout: 10000 });
+  const n = await page.evaluate(() => window.__opscope.timelines[0].highlightedOn('framework'));
+  assert(n >= 1, `framework events highlighted: ${n}`);
+  await page.mouse.move(5, 5);
+  await shot('04-kernel-selected');
+});
+
+await check('zoom and pan by keyboard, range selection shows statistics', async () => {
+  const before = await page.evaluate(() => ({ ...window.__opscope.timelines[0].view }));
+  await page.focus('.timeline canvas');
+  await page.keyboard.press('+');
+  await page.keyboard.press('ArrowRight');
+  const after = await page.evaluate(() => ({ ...window.__opscope.timelines[0].view }));
+  assert(after.t1 - after.t0 < before.t1 - before.t0, 'zoom in narrowed the view');
+  await page.keyboard.press('0');
+  await page.keyboard.press('Escape');
+  const box = await page.locator('.timeline canvas').boundingBox();
+  await page.keyboard.down('Shift');
+  await page.mouse.move(box.x + 300, box.y + 80);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 700, box.y + 120, { steps: 5 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  await page.waitForSelector('[data-testid=range-title]', { timeout: 10000 });
+  await shot('05-range');
+});
+
+await check('summary shows recommendations with evidence', async () => {
+  await page.goto(`${url}#/p/${ids.naive}/summary`);
+  await page.waitForSelector('[data-testid=recommendations] li');
+  const text = await page.textContent('[data-testid=recommendations]');
+  assert(/Fuse or compile/.test(text), `recommendations: ${text.slice(0, 300)}`);
+  await shot('06-summary');
+});
+
+await check('operator table sorts, filters and selects events', async () => {
+  await page.goto(`${url}#/p/${ids.naive}/ops`);
+  await page.waitForSelector('[data-testid=ops-table] tbody tr');
+  await page.fill('input.filter', 'mul');
+  const names = await page.$$eval('[data-testid=ops-table] tbody tr td:first-child', (tds) => tds.map((t) => t.textContent));
+  assert(names.length >= 1 && names.every((n) => n.includes('mul')), `filtered: ${names}`);
+  await page.fill('input.filter', '');
+  await shot('07-ops');
+  await page.click('[data-testid=ops-table] tbody tr:first-child');
+  await timelineReady();
+  const lit = await page.evaluate(() => window.__opscope.timelines[0].highlight.size);
+  assert(lit > 0, 'row selected no events');
+});
+
+await check('compare view: delta table and both timelines', async () => {
+  await page.goto(`${url}#/compare/${ids.naive}/${ids.compiled}`);
+  await page.waitForSelector('[data-testid=delta-table] tbody tr');
+  await timelineReady(2);
+  const rows = await page.$$eval('[data-testid=delta-table] tbody tr', (trs) => trs.length);
+  assert(rows >= 7, `delta rows: ${rows}`);
+  await shot('08-compare');
+});
+
+await check('search finds events by name', async () => {
+  await page.fill('#search', 'rsqrt');
+  await page.waitForSelector('.search-results a', { timeout: 10000 });
+  await shot('09-search');
+  await page.click('.search-results a');
+  await timelineReady();
+});
+
+await check('dark theme', async () => {
+  await page.goto(`${url}#/p/${ids.naive}/timeline`);
+  await timelineReady();
+  await page.click('#theme');
+  await page.waitForTimeout(200);
+  const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+  assert(theme === 'dark', `theme ${theme}`);
+  const at = await page.evaluate(() => window.__opscope.timelines[0].locate('mul', 'framework'));
+  if (at) await page.mouse.click(at.x, at.y);
+  await page.waitForTimeout(300);
+  await page.mouse.move(5, 5);
+  await shot('10-timeline-dark');
+  await page.goto(`${url}#/p/${ids.naive}/summary`);
+  await page.waitForSelector('[data-testid=recommendations] li');
+  await shot('11-summary-dark');
+  await page.click('#theme');
+});
+
+await check('no errors in the page', async () => {
+  assert(consoleErrors.length === 0, consoleErrors.join('\n'));
+});
+
+await browser.close();
+proc.kill('SIGTERM');
+console.log(`screenshots: ${out}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

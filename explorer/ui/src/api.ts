@@ -1,0 +1,105 @@
+// The explorer's JSON API (src/opscope/explorer/api.h), typed. Times are ns from the
+// profile's t = 0.
+
+export type Layer = 'framework' | 'runtime' | 'device';
+
+export interface DeviceInfo { index: number; name: string; description: string; num_cores: number }
+
+export interface ProfileEntry {
+  id: number; label: string; source: string; ok: boolean; error?: string;
+  device?: DeviceInfo | null; devices?: DeviceInfo[]; config?: unknown;
+  totals?: Record<string, number>; events?: number; span_ns?: number; dropped?: number;
+  dropped_per_track?: { track: string; dropped: number }[]; peak_gbps?: number;
+}
+
+export interface LaneInfo {
+  lane: number; name: string; group: string; layer: Layer; track: number; depth: number; events: number;
+}
+export interface Tracks { lanes: LaneInfo[]; names: string[]; t0: number; t1: number }
+
+export interface LaneWindow { lane: number; t0: number[]; t1: number[]; e: number[]; name: number[]; n: number[] }
+// [launch event, kernel event, launch lane, launch end, kernel lane, kernel start]
+export type Flow = [number, number, number, number, number, number];
+export interface TimelineWindow {
+  t0: number; t1: number; px: number; lanes: LaneWindow[]; flows: Flow[]; flows_omitted: boolean;
+}
+
+export interface EventBrief { e: number; name: string; kind: string; layer: Layer; t0: number; t1: number; lane: number; launch?: number }
+export interface EventDetails extends EventBrief {
+  dur_ns: number; id: number; parent: number; track: number; track_name: string;
+  device: number; stream: number; args: Record<string, number>; shapes: string; source: string;
+  chain: { ops: EventBrief[]; launches: EventBrief[]; kernels: EventBrief[]; truncated: boolean };
+  artifact: { manifest?: unknown; source?: string } | null;
+}
+
+export interface Recommendation {
+  rank: number; kind: string; title: string; detail: string; impact_ns: number;
+  evidence: Record<string, unknown>; events: number[];
+}
+export interface Summary {
+  span_ns: number; host_ns: number; device_ns: number; device_core_ns: number;
+  cores: { lane: number; name: string; busy_ns: number; kernels: number; utilization: number }[];
+  kernels: { name: string; launches: number; device_ns: number; bytes: number; flops: number; gbps: number; gflops: number; peak_fraction: number }[];
+  peak_gbps: number; peak_source: string;
+  top_ops: { name: string; kind: string; calls: number; self_cpu_ns: number; self_device_ns: number; device_total_ns: number }[];
+  recommendations: Recommendation[]; dropped: number;
+}
+
+export interface OpRow {
+  name: string; kind: string; input_shapes: string; calls: number;
+  self_cpu_ns: number; self_cpu_pct: number; cpu_total_ns: number; cpu_total_pct: number; cpu_avg_ns: number;
+  self_device_ns: number; self_device_pct: number; device_total_ns: number; device_total_pct: number; device_avg_ns: number;
+}
+export interface OpsTable { rows: OpRow[]; self_cpu_total_ns: number; self_device_total_ns: number; dropped: number }
+
+export interface SearchResult {
+  q: string; total: number; names: { name: string; count: number }[]; events: EventBrief[]; truncated: boolean;
+}
+
+export interface RangeStats {
+  t0: number; t1: number; duration_ns: number; kernel_bytes: number; distinct_names: number;
+  layers: Record<Layer, { events: number; busy_ns: number }>;
+  names: { name: string; layer: Layer; count: number; time_ns: number }[];
+}
+
+export interface CompareRow {
+  name: string; kind: string; in_a: boolean; in_b: boolean; a_calls: number; b_calls: number;
+  a_self_cpu_ns: number; b_self_cpu_ns: number; a_self_device_ns: number; b_self_device_ns: number;
+  a_device_total_ns: number; b_device_total_ns: number;
+  delta_self_device_ns: number; delta_self_cpu_ns: number; delta_device_total_ns: number;
+}
+export interface CompareSide { id: number; label: string; self_cpu_total_ns: number; self_device_total_ns: number; t0: number; t1: number; span_ns: number }
+export interface Compare { a: CompareSide; b: CompareSide; rows: CompareRow[]; device_ratio: number }
+
+export class ApiError extends Error {
+  constructor(public status: number, message: string) { super(message); }
+}
+
+export async function getJSON<T>(path: string, params: Record<string, string | number> = {}): Promise<T> {
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) qs.set(k, String(v));
+  const url = qs.toString() ? `${path}?${qs}` : path;
+  const res = await fetch(url);
+  let body: unknown = null;
+  try { body = await res.json(); } catch { /* not JSON */ }
+  if (!res.ok) {
+    const msg = body && typeof body === 'object' && 'error' in body ? String((body as { error: unknown }).error) : res.statusText;
+    throw new ApiError(res.status, msg);
+  }
+  return body as T;
+}
+
+const P = (id: number) => `/api/profiles/${id}`;
+export const api = {
+  profiles: () => getJSON<{ profiles: ProfileEntry[] }>('/api/profiles'),
+  summary: (id: number) => getJSON<Summary>(`${P(id)}/summary`),
+  tracks: (id: number) => getJSON<Tracks>(`${P(id)}/tracks`),
+  timeline: (id: number, t0: number, t1: number, px: number) =>
+    getJSON<TimelineWindow>(`${P(id)}/timeline`, { t0: Math.floor(t0), t1: Math.ceil(t1), px: Math.max(1, Math.round(px)) }),
+  range: (id: number, t0: number, t1: number) => getJSON<RangeStats>(`${P(id)}/range`, { t0: Math.floor(t0), t1: Math.ceil(t1) }),
+  event: (id: number, e: number) => getJSON<EventDetails>(`${P(id)}/event/${e}`),
+  ops: (id: number) => getJSON<OpsTable>(`${P(id)}/ops`),
+  search: (id: number, q: string, exact = false, limit = 200) =>
+    getJSON<SearchResult>(`${P(id)}/search`, { q, exact: exact ? 1 : 0, limit }),
+  compare: (a: number, b: number) => getJSON<Compare>('/api/compare', { a, b }),
+};

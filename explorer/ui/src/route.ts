@@ -1,0 +1,42 @@
+// Hash routes: #/ (profiles), #/p/ID/summary|timeline|ops[?select=NAME|event=N], #/compare/A/B.
+
+export type Route =
+  | { view: 'profiles' }
+  | { view: 'summary' | 'timeline' | 'ops'; id: number; select?: string; event?: number; events?: number[] }
+  | { view: 'compare'; a: number; b: number };
+
+export function parseRoute(hash: string): Route {
+  const [path, query = ''] = hash.replace(/^#/, '').split('?');
+  const parts = path.split('/').filter(Boolean);
+  const params = new URLSearchParams(query);
+  const num = (s: string | undefined) => (s !== undefined && /^\d+$/.test(s) ? Number(s) : NaN);
+  if (parts[0] === 'p' && Number.isFinite(num(parts[1]))) {
+    const view = parts[2] === 'summary' || parts[2] === 'ops' ? parts[2] : 'timeline';
+    const r: Route = { view, id: num(parts[1]) };
+    const sel = params.get('select');
+    if (sel) r.select = sel;
+    const ev = num(params.get('event') ?? undefined);
+    if (Number.isFinite(ev)) r.event = ev;
+    const evs = params.get('events');
+    if (evs) r.events = evs.split(',').map(Number).filter((x) => Number.isInteger(x) && x >= 0);
+    return r;
+  }
+  if (parts[0] === 'compare' && Number.isFinite(num(parts[1])) && Number.isFinite(num(parts[2])))
+    return { view: 'compare', a: num(parts[1]), b: num(parts[2]) };
+  return { view: 'profiles' };
+}
+
+export function routeHash(r: Route): string {
+  switch (r.view) {
+    case 'profiles': return '#/';
+    case 'compare': return `#/compare/${r.a}/${r.b}`;
+    default: {
+      const q = new URLSearchParams();
+      if (r.select) q.set('select', r.select);
+      if (r.event !== undefined) q.set('event', String(r.event));
+      if (r.events?.length) q.set('events', r.events.join(','));
+      const qs = q.toString();
+      return `#/p/${r.id}/${r.view}${qs ? '?' + qs : ''}`;
+    }
+  }
+}

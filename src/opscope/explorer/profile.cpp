@@ -1,0 +1,42 @@
+#include "opscope/explorer/profile.h"
+
+#include <filesystem>
+
+#include "opscope/profiler/store.h"
+
+namespace opscope::explorer {
+
+Profile::Profile(std::string label, std::string source, prof::Trace trace)
+    : label_(std::move(label)), source_(std::move(source)), trace_(std::move(trace)) {
+  timeline_ = std::make_unique<TimelineIndex>(trace_);
+  corr_ = std::make_unique<CorrelationIndex>(trace_);
+}
+
+std::shared_ptr<Profile> Profile::failed(std::string label, std::string source, std::string error) {
+  std::shared_ptr<Profile> p(new Profile());
+  p->label_ = std::move(label);
+  p->source_ = std::move(source);
+  p->error_ = error.empty() ? "unknown error" : std::move(error);
+  return p;
+}
+
+const prof::KeyAverages& Profile::key_averages() const {
+  std::call_once(ops_once_, [&] { ops_ = prof::key_averages(trace_); });
+  return *ops_;
+}
+
+ProfilePtr open_profile(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  std::string label = p.filename().string();
+  if (label.empty()) label = p.parent_path().filename().string();
+  if (label == prof::kProfileDbFile) label = p.parent_path().filename().string();
+  if (label.empty()) label = path;
+  try {
+    return std::make_shared<Profile>(label, path, prof::load_profile(path));
+  } catch (const std::exception& e) {
+    return Profile::failed(label, path, e.what());
+  }
+}
+
+}  // namespace opscope::explorer

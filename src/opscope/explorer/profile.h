@@ -1,0 +1,56 @@
+// One profile as the explorer holds it: the loaded Trace with its indexes, or the error
+// that kept it from loading (a corrupt profile is listed with its error, never fatal).
+// Immutable once built, so the server's threads read it without locks; the summary and
+// the operator table are computed on first use.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "opscope/explorer/correlation.h"
+#include "opscope/explorer/timeline_index.h"
+#include "opscope/profiler/key_averages.h"
+#include "opscope/profiler/trace.h"
+
+namespace opscope::explorer {
+
+class Profile {
+ public:
+  // A loaded profile (label: what the UI calls it; source: the folder, for display only).
+  Profile(std::string label, std::string source, prof::Trace trace);
+  // One that failed to load.
+  static std::shared_ptr<Profile> failed(std::string label, std::string source, std::string error);
+
+  const std::string& label() const { return label_; }
+  const std::string& source() const { return source_; }
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  const prof::Trace& trace() const { return trace_; }
+  const TimelineIndex& timeline() const { return *timeline_; }
+  const CorrelationIndex& correlation() const { return *corr_; }
+  const prof::KeyAverages& key_averages() const;  // ungrouped, computed once
+  const nlohmann::json& summary() const;          // summarize(*this), computed once (summary.cpp)
+
+ private:
+  Profile() = default;
+  std::string label_, source_, error_;
+  prof::Trace trace_;
+  std::unique_ptr<TimelineIndex> timeline_;
+  std::unique_ptr<CorrelationIndex> corr_;
+  mutable std::once_flag ops_once_;
+  mutable std::optional<prof::KeyAverages> ops_;
+  mutable std::once_flag summary_once_;
+  mutable nlohmann::json summary_;
+};
+
+using ProfilePtr = std::shared_ptr<const Profile>;
+
+// Loads a saved profile folder (or profile.db); on any error returns a failed Profile
+// whose error names the path. The label is the folder's last component.
+ProfilePtr open_profile(const std::string& path);
+
+}  // namespace opscope::explorer

@@ -1,0 +1,138 @@
+#include "opscope/explorer/summary.h"
+
+#include <algorithm>
+#include <regex>
+#include <unordered_map>
+
+#include "opscope/explorer/recommend.h"
+
+namespace opscope::explorer {
+
+using nlohmann::json;
+using prof::EventKind;
+
+namespace {
+
+// Total length covered by a set of intervals (sorted in place).
+int64_t union_ns(std::vector<std::pair<int64_t, int64_t>>& iv) {
+  std::sort(iv.begin(), iv.end());
+  int64_t total = 0, a = INT64_MIN, b = INT64_MIN;
+  for (auto [s, e] : iv) {
+    if (s > b) {
+      if (b > a) total += b - a;
+      a = s, b = e;
+    } else {
+      b = std::max(b, e);
+    }
+  }
+  if (b > a) total += b - a;
+  return total;
+}
+
+double gbps(int64_t bytes, int64_t ns) { return ns > 0 ? double(bytes) / double(ns) : 0.0; }
+
+}  // namespace
+
+double stated_peak_gbps(const prof::Trace& trace) {
+  try {
+    if (!trace.config_json.empty()) {
+      json cfg = json::parse(trace.config_json);
+      if (cfg.is_object() && cfg.contains("peak_gbps") && cfg["peak_gbps"].is_number())
+        return cfg["peak_gbps"].get<double>();
+    }
+  } catch (const std::exception&) {
+  }
+  static const std::regex re(R"(([0-9]+(?:\.[0-9]+)?)\s*GB/s)");
+  for (const auto& d : trace.devices) {
+    std::smatch m;
+    if (std::regex_search(d.description, m, re)) return std::stod(m[1]);
+  }
+  return 0;
+}
+
+const json& Profile::summary() const {
+  std::call_once(summary_once_, [&] { summary_ = summarize(*this); });
+  return summary_;
+}
+
+json summarize(const Profile& p) {
+  const auto& trace = p.trace();
+  const auto& tl = p.timeline();
+  const auto& ev = trace.events;
+  json s;
+  const int64_t span = tl.end() - tl.begin();
+  s["span_ns"] = span;
+
+  // Host time: what the threads spent inside top-level framework ops.
+  int64_t host_ns = 0;
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  json cores = json::array();
+  for (size_t li = 0; li < tl.lanes().size(); ++li) {
+    const Lane& lane = tl.lanes()[li];
+    if (lane.layer == Layer::framework && lane.depth == 0)
+      for (size_t k = 0; k < lane.t0.size(); ++k) host_ns += lane.t1[k] - lane.t0[k];
+    if (lane.layer != Layer::device) continue;
+    int64_t core_busy = 0;
+    for (size_t k = 0; k < lane.t0.size(); ++k) {
+      core_busy += lane.t1[k] - lane.t0[k];
+      busy.emplace_back(lane.t0[k], lane.t1[k]);
+    }
+    cores.push_back({{"lane", li},
+                     {"name", lane.depth ? lane.name : lane.group},
+                     {"busy_ns", core_busy},
+                     {"kernels", lane.t0.size()},
+                     {"utilization", span > 0 ? double(core_busy) / double(span) : 0.0}});
+  }
+  int64_t core_ns = 0;
+  for (const auto& c : cores) core_ns += c["busy_ns"].get<int64_t>();
+  s["host_ns"] = host_ns;
+  s["device_ns"] = union_ns(busy);  // any core busy
+  s["device_core_ns"] = core_ns;     // summed over cores
+  s["cores"] = std::move(cores);
+
+  // Achieved bandwidth per kernel name.
+  struct K { int64_t launches = 0, ns = 0, bytes = 0, flops = 0; };
+  std::unordered_map<std::string_view, K> by_name;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    if (ev[i].kind != EventKind::launch) continue;
+    K& k = by_name[ev[i].name];
+    ++k.launches;
+    k.ns += p.correlation().launch_device_ns(i);
+    k.bytes += ev[i].bytes;
+    k.flops += ev[i].flops;
+  }
+  double peak = stated_peak_gbps(trace);
+  std::string peak_source = peak > 0 ? "device" : "best observed";
+  if (peak <= 0)
+    for (auto& [name, k] : by_name) peak = std::max(peak, gbps(k.bytes, k.ns));
+  json kernels = json::array();
+  for (auto& [name, k] : by_name) {
+    double bw = gbps(k.bytes, k.ns);
+    kernels.push_back({{"name", name}, {"launches", k.launches}, {"device_ns", k.ns},
+                       {"bytes", k.bytes}, {"flops", k.flops}, {"gbps", bw},
+                       {"gflops", k.ns > 0 ? double(k.flops) / double(k.ns) : 0.0},
+                       {"peak_fraction", peak > 0 ? bw / peak : 0.0}});
+  }
+  std::sort(kernels.begin(), kernels.end(), [](const json& a, const json& b) {
+    return a["device_ns"].get<int64_t>() > b["device_ns"].get<int64_t>();
+  });
+  s["kernels"] = std::move(kernels);
+  s["peak_gbps"] = peak;
+  s["peak_source"] = peak_source;
+
+  json top = json::array();
+  auto rows = p.key_averages().sorted("self_device_time_total");
+  for (size_t i = 0; i < rows.size() && top.size() < 10; ++i) {
+    const prof::KeyAverage& r = rows[i];
+    if (r.kind == EventKind::kernel) continue;  // ops here; kernels have their own table
+    top.push_back({{"name", r.name}, {"kind", prof::kind_name(r.kind)}, {"calls", r.count},
+                   {"self_cpu_ns", r.self_cpu_ns}, {"self_device_ns", r.self_device_ns},
+                   {"device_total_ns", r.device_total_ns}});
+  }
+  s["top_ops"] = std::move(top);
+  s["recommendations"] = recommend(p, peak);
+  s["dropped"] = trace.dropped;
+  return s;
+}
+
+}  // namespace opscope::explorer

@@ -1,0 +1,348 @@
+// The explorer: the timeline index and its level-of-detail bound, the correlation chain,
+// the summary's recommendations, the JSON API's answers and errors, and the HTTP server
+// (bound to a free port on 127.0.0.1, queried with httplib::Client): traversal attempts,
+// limits, a corrupt profile listed beside good ones.
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_ZLIB_SUPPORT
+#define CPPHTTPLIB_ZLIB_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_BROTLI_SUPPORT
+#define CPPHTTPLIB_BROTLI_SUPPORT
+#endif
+#include <httplib.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "opscope/explorer/api.h"
+#include "opscope/explorer/server.h"
+#include "opscope/explorer/summary.h"
+#include "opscope/explorer/synthetic.h"
+#include "opscope/profiler/store.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace opscope::explorer;
+using opscope::prof::EventKind;
+
+namespace {
+
+ProfilePtr rmsnorm(const char* impl, int64_t rows = 4, int64_t hidden = 4096) {
+  return std::make_shared<Profile>(std::string("rmsnorm ") + impl, "synthetic",
+                                   synthetic_rmsnorm(impl, rows, hidden, 3, 4));
+}
+
+ProfilePtr big(int64_t events) {
+  SyntheticSpec s;
+  s.events = events;
+  s.threads = 2;
+  return std::make_shared<Profile>("big", "synthetic", synthetic_trace(s));
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("opscope_explorer_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(ExplorerIndex, LanesAreSortedAndNeverOverlap) {
+  auto p = big(20000);
+  const auto& tl = p->timeline();
+  size_t placed = 0;
+  for (const Lane& lane : tl.lanes()) {
+    placed += lane.events.size();
+    for (size_t i = 1; i < lane.t0.size(); ++i) {
+      EXPECT_LE(lane.t0[i - 1], lane.t0[i]) << lane.name;
+      EXPECT_LE(lane.t1[i - 1], lane.t0[i]) << lane.name << " overlaps at " << i;
+    }
+  }
+  EXPECT_EQ(placed, p->trace().events.size());
+  for (uint32_t e = 0; e < p->trace().events.size(); ++e) ASSERT_GE(tl.lane_of(e), 0);
+}
+
+TEST(ExplorerIndex, NestedOpsGoOneLaneDeeper) {
+  auto p = big(5000);
+  const auto& ev = p->trace().events;
+  const auto& tl = p->timeline();
+  int checked = 0;
+  for (uint32_t e = 0; e < ev.size(); ++e) {
+    if (ev[e].name != "matmul") continue;
+    int64_t parent = p->correlation().op_by_id(ev[e].parent);
+    ASSERT_GE(parent, 0);
+    EXPECT_EQ(ev[parent].name, "linear");
+    EXPECT_EQ(tl.lanes()[tl.lane_of(e)].depth, tl.lanes()[tl.lane_of(uint32_t(parent))].depth + 1);
+    EXPECT_EQ(tl.lanes()[tl.lane_of(e)].layer, Layer::framework);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(ExplorerIndex, LevelOfDetailBoundsDrawablesAndKeepsCounts) {
+  auto p = big(200000);
+  const auto& tl = p->timeline();
+  for (int px : {50, 400, 2000}) {
+    for (size_t li = 0; li < tl.lanes().size(); ++li) {
+      auto items = tl.query(int(li), tl.begin(), tl.end(), px);
+      EXPECT_LE(items.size(), size_t(2 * px + 4)) << tl.lanes()[li].name << " px " << px;
+      // Merged blocks account for every event in the window exactly once.
+      size_t counted = 0;
+      for (const auto& d : items) counted += d.count;
+      EXPECT_EQ(counted, tl.lanes()[li].events.size());
+    }
+  }
+  // Zoomed in to a few µs, nothing is merged.
+  int64_t mid = (tl.begin() + tl.end()) / 2;
+  for (size_t li = 0; li < tl.lanes().size(); ++li)
+    for (const auto& d : tl.query(int(li), mid, mid + 5000, 2000)) EXPECT_EQ(d.count, 1u);
+}
+
+TEST(ExplorerCorrelation, NaiveRmsNormChainOpToLaunchesToKernels) {
+  auto p = rmsnorm("naive");
+  const auto& ev = p->trace().events;
+  uint32_t range = 0;
+  while (ev[range].kind != EventKind::range) ++range;
+  Chain c = p->correlation().chain(range);
+  ASSERT_EQ(c.launches.size(), 6u);  // pow, mean, add, rsqrt, mul, mul
+  EXPECT_EQ(c.kernels.size(), 6u * 4);
+  EXPECT_EQ(ev[c.launches[0]].name, "pow_f32");
+  EXPECT_EQ(ev[c.launches[5]].name, "mul_f32");
+  // From a kernel back up: its launch, the op, the enclosing range.
+  Chain up = p->correlation().chain(c.kernels.back());
+  ASSERT_EQ(up.launches.size(), 1u);
+  EXPECT_EQ(up.launches[0], c.launches[5]);
+  ASSERT_EQ(up.ops.size(), 2u);
+  EXPECT_EQ(ev[up.ops[0]].kind, EventKind::range);
+  EXPECT_EQ(ev[up.ops[1]].name, "mul");
+  EXPECT_EQ(up.kernels.size(), 4u);  // its sibling slices on the other cores
+}
+
+TEST(ExplorerSummary, NaiveRmsNormIsFusableAndLaunchBoundOnSmallShapes) {
+  json s = summarize(*rmsnorm("naive", 4, 4096));
+  std::set<std::string> kinds;
+  for (const auto& r : s["recommendations"]) kinds.insert(r["kind"].get<std::string>());
+  EXPECT_TRUE(kinds.count("fuse")) << s["recommendations"].dump(2);
+  EXPECT_TRUE(kinds.count("launch_bound")) << s["recommendations"].dump(2);
+  for (const auto& r : s["recommendations"]) {
+    EXPECT_TRUE(r.contains("evidence"));
+    if (r["kind"] == "fuse") {
+      EXPECT_NE(r["evidence"]["sequence"].get<std::string>().find("pow_f32"), std::string::npos);
+      EXPECT_EQ(r["evidence"]["occurrences"], 3);
+    }
+  }
+  EXPECT_EQ(s["cores"].size(), 4u);
+  EXPECT_GT(s["device_ns"].get<int64_t>(), 0);
+  EXPECT_GT(s["host_ns"].get<int64_t>(), 0);
+  // The built-in is one kernel: nothing to fuse.
+  json b = summarize(*rmsnorm("builtin", 4, 4096));
+  for (const auto& r : b["recommendations"]) EXPECT_NE(r["kind"], "fuse");
+}
+
+TEST(ExplorerApi, AnswersEveryView) {
+  ExplorerApi api({rmsnorm("naive"), rmsnorm("builtin"), rmsnorm("compiled")});
+  auto ok = [&](const std::string& path, const Params& params = {}) {
+    ApiResponse r = api.get(path, params);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body.dump();
+    return r.body;
+  };
+  json list = ok("/api/profiles");
+  ASSERT_EQ(list["profiles"].size(), 3u);
+  EXPECT_EQ(list["profiles"][0]["device"]["num_cores"], 4);
+  EXPECT_EQ(list["profiles"][0]["totals"]["op"], 18);
+  json tracks = ok("/api/profiles/0/tracks");
+  EXPECT_GE(tracks["lanes"].size(), 6u);  // thread (2 depths), runtime, 4 cores
+  json tl = ok("/api/profiles/0/timeline", {{"px", "800"}});
+  EXPECT_FALSE(tl["flows"].empty());
+  json ops = ok("/api/profiles/0/ops");
+  bool has_pow = false;
+  for (const auto& r : ops["rows"]) has_pow |= r["name"] == "pow";
+  EXPECT_TRUE(has_pow);
+  json found = ok("/api/profiles/0/search", {{"q", "RSQRT"}});
+  EXPECT_EQ(found["total"], 3 + 3 + 12);  // op, launch, kernel slices
+  json ev = ok("/api/profiles/0/event/" + std::to_string(found["events"][0]["e"].get<int>()));
+  EXPECT_FALSE(ev["chain"]["kernels"].empty());
+  json cmp = ok("/api/compare", {{"a", "0"}, {"b", "1"}});
+  bool pow_only_in_a = false, rms_in_b = false;
+  for (const auto& r : cmp["rows"]) {
+    if (r["name"] == "pow" && r["kind"] == "op") pow_only_in_a = r["in_a"] && !r["in_b"];
+    if (r["name"] == "rms_norm" && r["kind"] == "op") rms_in_b = r["in_b"];
+  }
+  EXPECT_TRUE(pow_only_in_a);
+  EXPECT_TRUE(rms_in_b);
+  json range = ok("/api/profiles/0/range", {{"t0", "0"}, {"t1", "100000000"}});
+  EXPECT_GT(range["layers"]["device"]["events"].get<int>(), 0);
+  // The compiled kernel carries its artifact.
+  json cf = ok("/api/profiles/2/search", {{"q", "fused_"}});
+  json kernel = ok("/api/profiles/2/event/" + std::to_string(cf["events"][0]["e"].get<int>()));
+  ASSERT_TRUE(kernel["artifact"].is_object());
+  EXPECT_NE(kernel["artifact"]["source"].get<std::string>().find("sqrtf"), std::string::npos);
+}
+
+TEST(ExplorerApi, MalformedQueriesAre400WithAMessage) {
+  ExplorerApi api({rmsnorm("naive")});
+  struct Case { std::string path; Params params; };
+  const Case cases[] = {
+      {"/api/profiles/0/timeline", {{"t0", "abc"}}},
+      {"/api/profiles/0/timeline", {{"t0", "10"}, {"t1", "5"}}},
+      {"/api/profiles/0/timeline", {{"px", "0"}}},
+      {"/api/profiles/0/timeline", {{"px", "999999"}}},
+      {"/api/profiles/0/timeline", {{"t1", "1e9"}}},
+      {"/api/profiles/0/timeline", {{"lanes", "0,x"}}},
+      {"/api/profiles/0/search", {}},
+      {"/api/profiles/0/search", {{"q", std::string(500, 'a')}}},
+      {"/api/profiles/x/summary", {}},
+      {"/api/profiles/-1/summary", {}},
+      {"/api/compare", {{"a", "0"}}},
+  };
+  for (const auto& c : cases) {
+    ApiResponse r = api.get(c.path, c.params);
+    EXPECT_EQ(r.status, 400) << c.path << " " << (c.params.empty() ? "" : c.params.begin()->second);
+    EXPECT_TRUE(r.body["error"].is_string());
+    EXPECT_FALSE(r.body["error"].get<std::string>().empty());
+  }
+  EXPECT_EQ(api.get("/api/profiles/7/summary", {}).status, 404);
+  EXPECT_EQ(api.get("/api/profiles/0/event/99999999", {}).status, 404);
+  EXPECT_EQ(api.get("/api/nothing", {}).status, 404);
+}
+
+TEST(ExplorerProfile, StoreRoundTripAndCorruptProfileError) {
+  fs::path dir = temp_dir("store");
+  auto trace = synthetic_rmsnorm("naive", 4, 1024, 2, 4);
+  opscope::prof::export_profile(trace, (dir / "naive").string());
+  ProfilePtr good = open_profile((dir / "naive").string());
+  ASSERT_TRUE(good->ok()) << good->error();
+  EXPECT_EQ(good->label(), "naive");
+  EXPECT_EQ(good->trace().events.size(), trace.events.size());
+
+  fs::create_directories(dir / "corrupt");
+  std::ofstream(dir / "corrupt" / opscope::prof::kProfileDbFile) << "this is not a database";
+  ProfilePtr bad = open_profile((dir / "corrupt").string());
+  EXPECT_FALSE(bad->ok());
+  EXPECT_NE(bad->error().find("corrupt"), std::string::npos) << bad->error();
+  ProfilePtr missing = open_profile((dir / "missing").string());
+  EXPECT_FALSE(missing->ok());
+
+  ExplorerApi api({good, bad});
+  json list = api.get("/api/profiles", {}).body;
+  EXPECT_TRUE(list["profiles"][0]["ok"]);
+  EXPECT_FALSE(list["profiles"][1]["ok"]);
+  EXPECT_FALSE(list["profiles"][1]["error"].get<std::string>().empty());
+  EXPECT_EQ(api.get("/api/profiles/1/timeline", {}).status, 409);
+  EXPECT_EQ(api.get("/api/profiles/0/timeline", {}).status, 200);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// A server on a free loopback port, serving in a thread for the test's duration.
+struct RunningServer {
+  explicit RunningServer(std::vector<ProfilePtr> profiles, ExploreOptions opts = {}) {
+    opts.port = 0;
+    server = std::make_unique<ExplorerServer>(std::move(profiles), opts);
+    port = server->bind();
+    thread = std::thread([this] { server->run(); });
+  }
+  ~RunningServer() {
+    server->stop();
+    thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_connection_timeout(5);
+    c.set_read_timeout(10);
+    return c;
+  }
+  std::unique_ptr<ExplorerServer> server;
+  int port = 0;
+  std::thread thread;
+};
+
+}  // namespace
+
+TEST(ExplorerServer, ServesApiWithLevelOfDetailOverHttp) {
+  RunningServer rs({big(100000)});
+  auto c = rs.client();
+  auto res = c.Get("/api/profiles/0/timeline?px=300");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  json tl = json::parse(res->body);
+  ASSERT_FALSE(tl["lanes"].empty());
+  for (const auto& lane : tl["lanes"]) EXPECT_LE(lane["e"].size(), 2u * 300 + 4);
+
+  res = c.Get("/api/profiles/0/timeline?t0=zzz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(json::parse(res->body)["error"].get<std::string>().find("t0"), std::string::npos);
+
+  res = c.Get("/");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("<html"), std::string::npos);
+}
+
+TEST(ExplorerServer, RejectsTraversalOtherMethodsAndForeignHosts) {
+  RunningServer rs({rmsnorm("naive")});
+  auto c = rs.client();
+  for (const char* path : {"/../../../../etc/passwd", "/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+                           "/assets/..%2f..%2f..%2fetc%2fpasswd", "/api/profiles/..%2f..%2fetc%2fpasswd",
+                           "/api/profiles/0/event/..%2f..%2fetc", "//etc/passwd", "/index.html/../../etc/passwd"}) {
+    auto res = c.Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_TRUE(res->status == 404 || res->status == 400) << path << " → " << res->status;
+    EXPECT_EQ(res->body.find("root:"), std::string::npos) << path;
+  }
+  auto post = c.Post("/api/profiles", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  auto foreign = c.Get("/api/profiles", {{"Host", "attacker.example:8642"}});
+  ASSERT_TRUE(foreign);
+  EXPECT_EQ(foreign->status, 403);
+  auto long_target = c.Get(("/api/profiles/0/search?q=" + std::string(5000, 'a')).c_str());
+  ASSERT_TRUE(long_target);
+  EXPECT_GE(long_target->status, 400);
+}
+
+TEST(ExplorerServer, RateLimitsAClient) {
+  ExploreOptions opts;
+  opts.requests_per_second = 0.5;
+  opts.burst = 3;
+  RunningServer rs({rmsnorm("builtin")}, opts);
+  auto c = rs.client();
+  int ok = 0, limited = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto res = c.Get("/api/profiles");
+    ASSERT_TRUE(res);
+    (res->status == 429 ? limited : ok) += 1;
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(limited, 3);
+}
+
+TEST(ExplorerServer, ListsACorruptProfileAndServesTheOthers) {
+  fs::path dir = temp_dir("server_corrupt");
+  fs::create_directories(dir / "broken");
+  std::ofstream(dir / "broken" / opscope::prof::kProfileDbFile) << std::string(4096, '\x7f');
+  RunningServer rs({open_profile((dir / "broken").string()), rmsnorm("naive")});
+  auto c = rs.client();
+  auto res = c.Get("/api/profiles");
+  ASSERT_TRUE(res);
+  json list = json::parse(res->body)["profiles"];
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_FALSE(list[0]["ok"]);
+  EXPECT_NE(list[0]["error"].get<std::string>().find("broken"), std::string::npos);
+  auto failed = c.Get("/api/profiles/0/summary");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 409);
+  auto good = c.Get("/api/profiles/1/summary");
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200);
+  fs::remove_all(dir);
+}
