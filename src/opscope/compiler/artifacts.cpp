@@ -1,0 +1,33 @@
+#include "opscope/compiler/artifacts.h"
+
+#include <mutex>
+
+namespace opscope::compiler {
+
+namespace {
+std::mutex g_m;
+std::vector<KernelArtifact> g_kernels;
+}  // namespace
+
+void register_artifact(const std::vector<KernelArtifact>& kernels) {
+  std::lock_guard<std::mutex> g(g_m);
+  for (const KernelArtifact& k : kernels) {
+    bool known = false;
+    for (auto& have : g_kernels) known = known || (have.symbol == k.symbol && have.hash == k.hash);
+    if (!known) g_kernels.push_back(k);
+  }
+}
+
+std::optional<KernelArtifact> find_kernel_artifact(std::string_view kernel_name) {
+  std::lock_guard<std::mutex> g(g_m);
+  for (auto it = g_kernels.rbegin(); it != g_kernels.rend(); ++it)
+    if (it->kernel == kernel_name) return *it;
+  return std::nullopt;
+}
+
+std::vector<KernelArtifact> loaded_kernel_artifacts() {
+  std::lock_guard<std::mutex> g(g_m);
+  return g_kernels;
+}
+
+}  // namespace opscope::compiler

@@ -1,0 +1,167 @@
+// The eager op of each node kind: what a node that does not fuse calls at run time.
+#include <fmt/format.h>
+
+#include "opscope/compiler/executor.h"
+#include "opscope/compiler/kernel.h"
+#include "opscope/core/error.h"
+#include "opscope/ops/custom.h"
+#include "opscope/ops/ops.h"
+#include "opscope/runtime/device.h"
+
+namespace opscope::compiler {
+
+namespace {
+
+Tensor constant_tensor(const Graph& g, int v, Device& dev) {
+  const Value& val = g.values[v];
+  return full(val.shape, g.producer(v).attrs.scalar, val.dtype, &dev);
+}
+
+Tensor unary(OpKind k, const Tensor& x) {
+  switch (k) {
+    case OpKind::neg: return neg(x);
+    case OpKind::abs: return abs(x);
+    case OpKind::exp: return exp(x);
+    case OpKind::log: return log(x);
+    case OpKind::sqrt: return sqrt(x);
+    case OpKind::rsqrt: return rsqrt(x);
+    case OpKind::sin: return sin(x);
+    case OpKind::cos: return cos(x);
+    case OpKind::tanh: return tanh(x);
+    case OpKind::sigmoid: return sigmoid(x);
+    case OpKind::silu: return silu(x);
+    case OpKind::gelu: return gelu(x);
+    case OpKind::relu: return relu(x);
+    default: fail("compile", "internal: {} is not unary", op_name(k));
+  }
+}
+
+Tensor binary(OpKind k, const Tensor& a, const Tensor& b) {
+  switch (k) {
+    case OpKind::add: return add(a, b);
+    case OpKind::sub: return sub(a, b);
+    case OpKind::mul: return mul(a, b);
+    case OpKind::div: return div(a, b);
+    case OpKind::pow: return pow(a, b);
+    case OpKind::maximum: return maximum(a, b);
+    case OpKind::minimum: return minimum(a, b);
+    default: fail("compile", "internal: {} is not binary", op_name(k));
+  }
+}
+
+Tensor binary_rhs(OpKind k, const Tensor& a, double b) {
+  switch (k) {
+    case OpKind::add: return add(a, b);
+    case OpKind::sub: return sub(a, b);
+    case OpKind::mul: return mul(a, b);
+    case OpKind::div: return div(a, b);
+    case OpKind::pow: return pow(a, b);
+    case OpKind::maximum: return maximum(a, b);
+    case OpKind::minimum: return minimum(a, b);
+    default: fail("compile", "internal: {} is not binary", op_name(k));
+  }
+}
+
+Tensor reduction(const Node& n, const Tensor& x) {
+  const Attrs& a = n.attrs;
+  switch (n.kind) {
+    case OpKind::sum: return sum(x, a.axes, a.keepdim);
+    case OpKind::mean: return mean(x, a.axes, a.keepdim);
+    case OpKind::max: return max(x, a.axes, a.keepdim);
+    case OpKind::min: return min(x, a.axes, a.keepdim);
+    case OpKind::var: return var(x, a.axes, a.keepdim, a.correction);
+    case OpKind::argmax: return argmax(x, a.axis, a.keepdim);
+    default: fail("compile", "internal: {} is not a reduction", op_name(n.kind));
+  }
+}
+
+}  // namespace
+
+void eval_eager(const Graph& g, const Node& n, std::vector<Tensor>& vals, Device& dev) {
+  auto in = [&](size_t i) -> const Tensor& {
+    int v = n.inputs[i];
+    if (!vals[size_t(v)].defined() && g.producer(v).kind == OpKind::constant) vals[size_t(v)] = constant_tensor(g, v, dev);
+    return vals[size_t(v)];
+  };
+  auto is_const = [&](size_t i) { return g.producer(n.inputs[i]).kind == OpKind::constant; };
+  auto scalar = [&](size_t i) { return g.producer(n.inputs[i]).attrs.scalar; };
+  int out = n.outputs.empty() ? -1 : n.outputs[0];
+  const Attrs& a = n.attrs;
+  Tensor r;
+  switch (op_class(n.kind)) {
+    case OpClass::source:
+      if (n.kind == OpKind::constant) r = constant_tensor(g, out, dev);
+      else if (n.kind == OpKind::param) r = g.params[size_t(a.axis)];
+      else fail("compile", "internal: {} node at run time", op_name(n.kind));
+      break;
+    case OpClass::view: {
+      const Tensor& base = in(0);
+      const Value& v = g.values[out];
+      r = Tensor(base.storage(), v.shape, v.strides, base.offset() + a.offset, v.dtype);
+      break;
+    }
+    case OpClass::unary: r = unary(n.kind, in(0)); break;
+    case OpClass::binary: {
+      OpKind k = n.kind;
+      bool scalar_lhs_ok = k == OpKind::add || k == OpKind::sub || k == OpKind::mul || k == OpKind::div;
+      if (is_const(1) && !is_const(0)) r = binary_rhs(k, in(0), scalar(1));
+      else if (is_const(0) && !is_const(1) && scalar_lhs_ok) {
+        double s = scalar(0);
+        const Tensor& b = in(1);
+        r = k == OpKind::add ? add(s, b) : k == OpKind::sub ? sub(s, b) : k == OpKind::mul ? mul(s, b) : div(s, b);
+      } else {
+        r = binary(k, in(0), in(1));
+      }
+      break;
+    }
+    case OpClass::copy:
+      if (n.kind == OpKind::cast) r = in(0).to(a.dtype);
+      else if (n.kind == OpKind::contiguous) r = in(0).contiguous();
+      else r = in(0).clone();
+      break;
+    case OpClass::reduction: r = reduction(n, in(0)); break;
+    case OpClass::library:
+      switch (n.kind) {
+        case OpKind::softmax: r = softmax(in(0), a.axis); break;
+        case OpKind::rms_norm:
+        case OpKind::layer_norm: {
+          // a.axis: bit i set when optional operand i + 1 was undefined when traced
+          std::vector<Tensor> ops{in(0)};
+          size_t next = 1;
+          for (int i = 0; i < (n.kind == OpKind::rms_norm ? 1 : 2); ++i)
+            ops.push_back((a.axis >> i) & 1 ? Tensor() : in(next++));
+          r = n.kind == OpKind::rms_norm ? rms_norm(ops[0], ops[1], a.scalar) : layer_norm(ops[0], ops[1], ops[2], a.scalar);
+          break;
+        }
+        case OpKind::matmul: r = matmul(in(0), in(1)); break;
+        case OpKind::embedding: r = embedding(in(0), in(1)); break;
+        case OpKind::concat: {
+          std::vector<Tensor> xs;
+          for (size_t i = 0; i < n.inputs.size(); ++i) xs.push_back(in(i));
+          r = concat(xs, a.axis);
+          break;
+        }
+        case OpKind::custom: {
+          std::vector<Tensor> xs;
+          for (size_t i = 0; i < n.inputs.size(); ++i) xs.push_back(in(i));
+          r = call_op(a.name, xs);
+          break;
+        }
+        default: fail("compile", "internal: no eager op for {}", op_name(n.kind));
+      }
+      break;
+    case OpClass::fused: {
+      // The body, op by op: what the kernel computes, with the eager kernels.
+      const Graph& b = a.kernel->body;
+      std::vector<Tensor> bv(b.values.size());
+      for (size_t i = 0; i < b.inputs.size(); ++i) bv[size_t(b.inputs[i])] = in(i);
+      for (const Node& bn : b.nodes)
+        if (bn.kind != OpKind::input && bn.kind != OpKind::constant) eval_eager(b, bn, bv, dev);
+      for (size_t i = 0; i < n.outputs.size(); ++i) vals[size_t(n.outputs[i])] = bv[size_t(b.outputs[i])];
+      return;
+    }
+  }
+  if (out >= 0) vals[size_t(out)] = std::move(r);
+}
+
+}  // namespace opscope::compiler

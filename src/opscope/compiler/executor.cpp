@@ -1,0 +1,84 @@
+#include "opscope/compiler/executor.h"
+
+#include <fmt/format.h>
+
+#include "opscope/compiler/kernel.h"
+#include "opscope/core/error.h"
+#include "opscope/runtime/device.h"
+#include "opscope/runtime/runtime.h"
+
+namespace opscope::compiler {
+
+namespace {
+
+// A value must have the layout it had when traced: kernels and views were built for it.
+void check_layout(const std::string& fn, const Graph& g, int v, const Tensor& t) {
+  const Value& val = g.values[v];
+  if (t.shape() == val.shape && t.dtype() == val.dtype && (t.strides() == val.strides || t.numel() <= 1)) return;
+  fail("compile", "{}: internal: value %{} is {} {} with strides {} at run time but was {} when traced", fn, v,
+       t.shape().str(), dtype_name(t.dtype()), t.strides().str(), type_str(val));
+}
+
+void launch_fused(const std::string& fn, const Graph& g, const Node& n, KernelEntry entry, std::vector<Tensor>& vals,
+                  Device& dev) {
+  const FusedKernel& k = *n.attrs.kernel;
+  std::vector<void*> args;
+  std::vector<const Tensor*> reads, writes;
+  int64_t bytes = 0;
+  for (int v : n.inputs) {
+    const Tensor& t = vals[size_t(v)];
+    check_layout(fn, g, v, t);
+    args.push_back(t.data_ptr());
+    reads.push_back(&t);
+    bytes += t.nbytes();
+  }
+  for (int v : n.outputs) {
+    const Value& val = g.values[size_t(v)];
+    vals[size_t(v)] = runtime::allocate(val.shape, val.dtype, dev);
+    args.push_back(vals[size_t(v)].data_ptr());
+    writes.push_back(&vals[size_t(v)]);
+    bytes += vals[size_t(v)].nbytes();
+  }
+  LaunchSpec spec;
+  spec.name = k.name;
+  spec.work = k.work();
+  spec.grain = k.grain();
+  spec.bytes = bytes;
+  spec.flops = k.flops();
+  spec.body = [entry, args = std::move(args), name = k.name](int64_t b, int64_t e) {
+    if (entry(args.data(), b, e) != 0) fail(name, "kernel {} could not allocate its scratch rows", name);
+  };
+  runtime::launch(dev, std::move(spec), std::span<const Tensor* const>(reads), std::span<const Tensor* const>(writes));
+}
+
+}  // namespace
+
+Tensor Executable::run(const std::vector<Tensor>& inputs) const {
+  Device& dev = inputs.empty() ? cpu() : inputs[0].device();
+  std::vector<Tensor> vals(graph.values.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    switch (n.kind) {
+      case OpKind::input: vals[size_t(n.outputs[0])] = inputs[size_t(n.attrs.axis)]; break;
+      case OpKind::constant: break;  // made only where an eager op needs a tensor
+      case OpKind::fused:
+        if (entries[i]) {
+          launch_fused(name, graph, n, entries[i], vals, dev);
+          break;
+        }
+        [[fallthrough]];
+      default:
+        eval_eager(graph, n, vals, dev);
+        if (n.kind != OpKind::fused)
+          for (int v : n.outputs) check_layout(name, graph, v, vals[size_t(v)]);
+    }
+  }
+  int o = graph.outputs[0];
+  if (!vals[size_t(o)].defined()) {
+    const Value& v = graph.values[size_t(o)];
+    vals[size_t(o)] = full(v.shape, graph.producer(o).attrs.scalar, v.dtype, &dev);
+  }
+  return vals[size_t(o)];
+}
+
+}  // namespace opscope::compiler

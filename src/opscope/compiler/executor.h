@@ -1,0 +1,37 @@
+// Running a compiled graph: fused nodes launch their generated kernel through the
+// runtime (rows split across the device's cores, like any kernel); every other node
+// calls its eager op (matmul, concat, custom ops, ...).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "opscope/compiler/build.h"
+#include "opscope/compiler/graph.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope {
+class Device;
+}
+
+namespace opscope::compiler {
+
+// A generated kernel's entry point: rows (or element blocks) [begin, end). Returns 0, or
+// 1 when it could not allocate its scratch rows.
+using KernelEntry = int (*)(void* const* args, long long begin, long long end);
+
+struct Executable {
+  std::string name;
+  Graph graph;
+  std::vector<KernelEntry> entries;  // per node (null unless fused)
+  std::shared_ptr<Library> library;  // keeps the entries loaded
+
+  // Runs the graph on `inputs` (the signature it was compiled for).
+  Tensor run(const std::vector<Tensor>& inputs) const;
+};
+
+// The value of node `n` computed by its eager op from `vals` (a fused node runs its body
+// op by op). Writes its results into `vals`.
+void eval_eager(const Graph& g, const Node& n, std::vector<Tensor>& vals, Device& dev);
+
+}  // namespace opscope::compiler

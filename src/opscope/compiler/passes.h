@@ -1,0 +1,38 @@
+// The compiler's passes, each a function over the graph, run in this order:
+// dce → cse → fold → dce → fuse. Each can be switched off for debugging through
+// PassOptions or OPSCOPE_COMPILE_DISABLE=fuse,cse,... ; explain mode prints the graph
+// before and after each pass (OPSCOPE_COMPILE_EXPLAIN=1).
+#pragma once
+#include <string>
+
+#include "opscope/compiler/graph.h"
+
+namespace opscope::compiler {
+
+struct PassOptions {
+  bool dce = true;
+  bool cse = true;
+  bool fold = true;
+  bool fuse = true;
+};
+
+// `base` with the passes named in OPSCOPE_COMPILE_DISABLE (comma-separated: dce, cse,
+// fold, fuse, or all) switched off. Unknown names throw "[compile] ...".
+PassOptions pass_options_from_env(PassOptions base);
+
+// Dead code: drops nodes whose results no output needs (and the params they captured).
+void dce(Graph& g);
+// Common subexpressions: a node equal to an earlier one (kind, operands, attributes,
+// result type) is replaced by it. Custom ops are left alone (they may not be pure).
+void cse(Graph& g);
+// Scalar constants: elementwise ops on constants become constants; x*1, x/1, x+0,
+// x-0 and x^1 become x when that keeps the result's type and layout.
+void fold_constants(Graph& g);
+// Fusion: elementwise chains and last-axis reductions with their producers and
+// consumers become fused nodes (see fuse.cpp for the rules).
+void fuse(Graph& g);
+
+// Runs the enabled passes; with `log`, appends the graph before and after each pass.
+void run_passes(Graph& g, const PassOptions& opt, std::string* log);
+
+}  // namespace opscope::compiler

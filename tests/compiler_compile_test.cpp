@@ -1,0 +1,168 @@
+// compile() on plain functions of the eager ops (which record themselves while traced):
+// seeded random op graphs compiled against their eager run, the known patterns as one
+// kernel each next to the built-in fused ops, and the tensor methods and custom ops the
+// tracer sees.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "compiler_test_util.h"
+#include "opscope/compiler/compile.h"
+#include "opscope/compiler/executor.h"
+#include "opscope/core/error.h"
+#include "opscope/ops/custom.h"
+#include "opscope/ops/ops.h"
+#include "opscope/runtime/device.h"
+
+using namespace opscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempCache {
+  std::string dir;
+  explicit TempCache(const std::string& tag) {
+    dir = fs::temp_directory_path().string() + "/opscope-compile-" + tag + "-" + std::to_string(::getpid());
+    fs::remove_all(dir);
+    ::setenv("OPSCOPE_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~TempCache() {
+    ::unsetenv("OPSCOPE_CACHE_DIR");
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+// Runs a graph with the eager ops (what a user's function does, op by op).
+std::vector<Tensor> run_eager(const compiler::Graph& g, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> vals(g.values.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) vals[size_t(g.inputs[i])] = inputs[i];
+  for (const compiler::Node& n : g.nodes)
+    if (n.kind != compiler::OpKind::input && n.kind != compiler::OpKind::constant)
+      compiler::eval_eager(g, n, vals, inputs[0].device());
+  std::vector<Tensor> outs;
+  for (int o : g.outputs) outs.push_back(vals[size_t(o)]);
+  return outs;
+}
+
+std::vector<Tensor> random_inputs(const compiler::Graph& g, uint64_t seed) {
+  std::vector<Tensor> xs;
+  for (int v : g.inputs) xs.push_back(randn(g.values[size_t(v)].shape, seed++, g.values[size_t(v)].dtype));
+  return xs;
+}
+
+// Whether the eager ops record themselves (the trace hooks are in place).
+bool ops_are_traced() {
+  auto f = opscope::compile([](const Tensor& x) { return exp(x) * 2.0; }, "probe", CompileOptions{.passes = {.fuse = false}});
+  Tensor x = ones({4});
+  return !f.report({x}).eager_fallback;
+}
+
+}  // namespace
+
+TEST(CompilerCompile, RandomOpGraphsMatchEager) {
+  if (!ops_are_traced()) GTEST_SKIP() << "the eager ops do not record themselves yet";
+  TempCache c("random");
+  // Several random graphs in one function (one library, one compiler run): each
+  // graph's results are flattened to f32 and concatenated.
+  std::vector<compiler::Graph> graphs;
+  const std::vector<Shape> domains = {{4097}, {3, 5}, {7, 33}, {4, 5, 64}, {2, 1, 40}, {5, 1}, {2, 300}, {16, 256}};
+  for (int i = 0; i < 16; ++i)
+    graphs.push_back(compiler::testing::random_graph(500 + uint64_t(i), domains[size_t(i) % domains.size()],
+                                                     i % 2 ? DType::bf16 : DType::f32, 4 + i % 5));
+  auto fn = [&graphs](const std::vector<Tensor>& in) {
+    std::vector<Tensor> parts;
+    size_t k = 0;
+    for (auto& g : graphs) {
+      std::vector<Tensor> xs(in.begin() + long(k), in.begin() + long(k + g.inputs.size()));
+      k += g.inputs.size();
+      for (Tensor& o : run_eager(g, xs)) parts.push_back(o.to(DType::f32).reshape({-1}));
+    }
+    return concat(parts, 0);
+  };
+  std::vector<Tensor> in, in2;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    for (Tensor& t : random_inputs(graphs[i], 10 * i + 1)) in.push_back(t);
+    for (Tensor& t : random_inputs(graphs[i], 10 * i + 5)) in2.push_back(t);
+  }
+  auto f = opscope::compile(fn, "random_graphs");
+  f(in);
+  CompileReport rep = f.report(in);
+  EXPECT_GE(rep.kernels.size(), graphs.size() / 2) << rep.str();
+  EXPECT_FALSE(rep.eager_fallback) << rep.fallback_reason;
+  auto got = f(in2).to_float_vector(), want = fn(in2).to_float_vector();
+  ASSERT_EQ(got.size(), want.size());
+  // Per graph: f32 graphs agree to f32 rounding; bf16 ones to bf16's (eager rounds every
+  // intermediate to bf16, the fused kernel keeps f32 inside).
+  size_t at = 0;
+  for (size_t gi = 0; gi < graphs.size(); ++gi) {
+    bool bf = graphs[gi].values[size_t(graphs[gi].inputs[0])].dtype == DType::bf16;
+    size_t n = 0;
+    for (int o : graphs[gi].outputs) n += size_t(graphs[gi].values[size_t(o)].shape.numel());
+    double rtol = bf ? 8e-2 : 2e-3;
+    for (size_t j = at; j < at + n; ++j)
+      ASSERT_LE(std::fabs(got[j] - want[j]), rtol * (std::fabs(want[j]) + 1.0))
+          << "graph " << gi << " element " << j - at << "\n"
+          << graphs[gi].str();
+    at += n;
+  }
+}
+
+TEST(CompilerCompile, KnownPatternsAreOneKernelEachAndMatchTheBuiltins) {
+  if (!ops_are_traced()) GTEST_SKIP() << "the eager ops do not record themselves yet";
+  TempCache c("patterns");
+  auto patterns = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
+    Tensor rms = x * rsqrt(mean(x * x, {-1}, true) + 1e-6) * w;
+    Tensor e = exp(x - max(x, {-1}, true));
+    Tensor sm = e / sum(e, {-1}, true);
+    Tensor d = x - mean(x, {-1}, true);
+    Tensor ln = d * rsqrt(mean(d * d, {-1}, true) + 1e-5) * w + b;
+    Tensor sw = silu(x) * y;
+    return concat({rms.reshape({-1}), sm.reshape({-1}), ln.reshape({-1}), sw.reshape({-1})}, 0);
+  };
+  auto f = opscope::compile(patterns, "patterns");
+  Tensor x = randn({6, 300}, 1), w = randn({300}, 2), b = randn({300}, 3), y = randn({6, 300}, 4);
+  f(x, w, b, y);
+  CompileReport rep = f.report({x, w, b, y});
+  ASSERT_EQ(rep.kernels.size(), 4u) << rep.str();
+  EXPECT_EQ(rep.eager_nodes, 1) << rep.str();  // the concat
+  Tensor x2 = randn({6, 300}, 5);
+  auto got = f(x2, w, b, y).to_float_vector();
+  auto want = concat({rms_norm(x2, w, 1e-6).reshape({-1}), softmax(x2, -1).reshape({-1}),
+                      layer_norm(x2, w, b, 1e-5).reshape({-1}), (silu(x2) * y).reshape({-1})},
+                     0)
+                  .to_float_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (std::fabs(want[i]) + 1)) << i;
+}
+
+TEST(CompilerCompile, TensorMethodsCreationAndCustomOpsAreTraced) {
+  if (!ops_are_traced()) GTEST_SKIP() << "the eager ops do not record themselves yet";
+  TempCache c("methods");
+  static CustomOp plus1 = register_op({.name = "compiler_test.plus1",
+                                       .infer = [](std::span<const Tensor> in) { return OutputSpec{in[0].shape(), in[0].dtype()}; },
+                                       .cpu = [](std::span<const KernelTensor> in, const KernelTensor& out, int64_t b, int64_t e) {
+                                         int64_t n = out.row_size();
+                                         for (int64_t i = b * n; i < e * n; ++i) out.ptr<float>()[i] = in[0].ptr<float>()[i] + 1;
+                                       }});
+  auto fn = [](const Tensor& x) {
+    Tensor t = x.transpose(0, 1).contiguous();       // a copy: traced
+    Tensor h = t.to(DType::bf16).to(DType::f32);      // casts: traced, fused
+    Tensor k = full({1, 4}, 0.5);                    // made inside: a constant
+    Tensor p = plus1({h * k});                       // a custom op: opaque
+    return exp(p).clone() * 2.0;
+  };
+  auto f = opscope::compile(fn, "methods");
+  Tensor x = randn({4, 6}, 1);
+  f(x);
+  CompileReport rep = f.report({x});
+  EXPECT_FALSE(rep.eager_fallback) << rep.fallback_reason << "\n" << rep.traced_graph;
+  EXPECT_NE(rep.compiled_graph.find("custom("), std::string::npos) << rep.compiled_graph;
+  EXPECT_NE(rep.traced_graph.find("contiguous("), std::string::npos) << rep.traced_graph;
+  EXPECT_NE(rep.traced_graph.find("param"), std::string::npos) << rep.traced_graph;
+  Tensor x2 = randn({4, 6}, 2);
+  auto got = f(x2).to_float_vector(), want = fn(x2).to_float_vector();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (std::fabs(want[i]) + 1)) << i;
+}
