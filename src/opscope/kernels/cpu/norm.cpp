@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "opscope/kernels/cpu/reduce.h"
@@ -44,84 +43,73 @@ inline float exp_f32(float x) {
   return x < -87.3f ? 0.0f : p * scale;
 }
 
-// Copies n bytes to dst with non-temporal stores (the caller ends with _mm_sfence()).
-void stream_copy(char* dst, const char* src, size_t n) {
-  size_t head = std::min(n, size_t(-reinterpret_cast<uintptr_t>(dst) & 63));
-  std::memcpy(dst, src, head);
-  dst += head, src += head, n -= head;
+// Copies 64 bytes (dst 64-byte aligned) with non-temporal stores.
+inline void stream64(void* dst, const void* src) {
 #if defined(__AVX512F__)
-  for (; n >= 64; n -= 64, dst += 64, src += 64)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), _mm512_loadu_si512(src));
+  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_load_si512(src));
 #elif defined(__AVX__)
-  for (; n >= 32; n -= 32, dst += 32, src += 32)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+  for (int k = 0; k < 2; ++k)
+    _mm256_stream_si256(static_cast<__m256i*>(dst) + k, _mm256_load_si256(static_cast<const __m256i*>(src) + k));
 #else
-  for (; n >= 16; n -= 16, dst += 16, src += 16)
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+  for (int k = 0; k < 4; ++k)
+    _mm_stream_si128(static_cast<__m128i*>(dst) + k, _mm_load_si128(static_cast<const __m128i*>(src) + k));
 #endif
-  std::memcpy(dst, src, n);
+}
+
+// Writes y[i] = f(i) (rounded to T) for i < n. Streaming: whole 64-byte lines go out with
+// non-temporal stores (the caller ends its slice with _mm_sfence()), each line computed
+// into a register-sized buffer first so that the loop still vectorizes for every T.
+template <class T, class F> inline void write_row(T* __restrict y, int64_t n, bool stream, F&& f) {
+  int64_t i = 0;
+  if (stream) {
+    constexpr int64_t kLine = 64 / sizeof(T);
+    int64_t head = std::min(n, int64_t((-reinterpret_cast<uintptr_t>(y) & 63) / sizeof(T)));
+    for (; i < head; ++i) y[i] = from_f32<T>(f(i));
+    for (; i + kLine <= n; i += kLine) {
+      alignas(64) T line[kLine];
+      // Kept a loop: fully unrolled, GCC 12 assembles the loads of f element by element.
+#pragma GCC unroll 1
+      for (int64_t j = 0; j < kLine; ++j) line[j] = from_f32<T>(f(i + j));
+      stream64(y + i, line);
+    }
+  }
+  for (; i < n; ++i) y[i] = from_f32<T>(f(i));
+}
+
+// Streaming stores are weakly ordered: publish them before the slice ends.
+inline void end_stream(bool stream) {
+  if (stream) _mm_sfence();
 }
 
 int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kMinElemsPerCore / std::max<int64_t>(n, 1)); }
 
-// Where a row kernel writes row r of y: y itself, or (streaming) an L1-resident scratch
-// row that is then copied out with non-temporal stores.
-template <class T> class RowOut {
- public:
-  RowOut(T* y, int64_t n, bool stream) : y_(y), n_(n), stream_(stream), scratch_(stream ? size_t(n) : 0) {}
-  ~RowOut() {
-    if (stream_) _mm_sfence();  // streaming stores are weakly ordered: publish them before the launch ends
-  }
-  T* row(int64_t r) { return stream_ ? scratch_.data() : y_ + r * n_; }
-  void done(int64_t r) {
-    if (stream_)
-      stream_copy(reinterpret_cast<char*>(y_ + r * n_), reinterpret_cast<const char*>(scratch_.data()),
-                  size_t(n_) * sizeof(T));
-  }
-
- private:
-  T* y_;
-  int64_t n_;
-  bool stream_;
-  std::vector<T> scratch_;
-};
-
-// ---- softmax ----
+// ---- softmax: max, then e^(x-max) into an f32 row (L1/L2-resident) and its sum, then
+// write e/sum ----
 template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int64_t n, bool stream) {
-  RowOut<T> out(y, n, stream);
+  std::vector<float> row(static_cast<size_t>(n));
+  float* __restrict t = row.data();
   for (int64_t r = b; r < e; ++r) {
     const T* __restrict xr = x + r * n;
-    T* __restrict yr = out.row(r);
     float m = row_extreme<true, float>(xr, n);
     float acc[kLanes] = {};
     int64_t i = 0;
-    if constexpr (std::is_same_v<T, float>) {  // keep e^(x-m) in y, then scale it there
-      for (; i + kLanes <= n; i += kLanes)
-        for (int j = 0; j < kLanes; ++j) {
-          float v = exp_f32(xr[i + j] - m);
-          yr[i + j] = v;
-          acc[j] += v;
-        }
-      float s = 0;
-      for (; i < n; ++i) {
-        float v = exp_f32(xr[i] - m);
-        yr[i] = v;
-        s += v;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) {
+        float v = exp_f32(to_f32(xr[i + j]) - m);
+        t[i + j] = v;
+        acc[j] += v;
       }
-      for (int j = 0; j < kLanes; ++j) s += acc[j];
-      float inv = 1.0f / s;
-      for (i = 0; i < n; ++i) yr[i] *= inv;
-    } else {  // 16-bit y cannot hold the f32 terms: recompute them
-      for (; i + kLanes <= n; i += kLanes)
-        for (int j = 0; j < kLanes; ++j) acc[j] += exp_f32(to_f32(xr[i + j]) - m);
-      float s = 0;
-      for (; i < n; ++i) s += exp_f32(to_f32(xr[i]) - m);
-      for (int j = 0; j < kLanes; ++j) s += acc[j];
-      float inv = 1.0f / s;
-      for (i = 0; i < n; ++i) yr[i] = from_f32<T>(exp_f32(to_f32(xr[i]) - m) * inv);
+    float s = 0;
+    for (; i < n; ++i) {
+      float v = exp_f32(to_f32(xr[i]) - m);
+      t[i] = v;
+      s += v;
     }
-    out.done(r);
+    for (int j = 0; j < kLanes; ++j) s += acc[j];
+    float inv = 1.0f / s;
+    write_row(y + r * n, n, stream, [&](int64_t k) { return t[k] * inv; });
   }
+  end_stream(stream);
 }
 
 // Softmax over the middle axis of (K0, R, K1), for c <= kColBlock columns at x, y.
@@ -143,38 +131,34 @@ template <class T> void softmax_cols(const T* x, T* y, int64_t R, int64_t K1, in
 // ---- rms_norm: one pass for the sum of squares, one to write (the row stays in L1/L2) ----
 template <class T, bool kWeight>
 void rms_norm_rows(const T* x, const T* w, T* y, int64_t b, int64_t e, int64_t n, float eps, bool stream) {
-  RowOut<T> out(y, n, stream);
   for (int64_t r = b; r < e; ++r) {
     const T* __restrict xr = x + r * n;
-    T* __restrict yr = out.row(r);
     float inv = 1.0f / std::sqrt(row_sumsq(xr, n) / float(n) + eps);
-    for (int64_t i = 0; i < n; ++i) {
+    write_row(y + r * n, n, stream, [&](int64_t i) {
       float v = to_f32(xr[i]) * inv;
       if constexpr (kWeight) v *= to_f32(w[i]);
-      yr[i] = from_f32<T>(v);
-    }
-    out.done(r);
+      return v;
+    });
   }
+  end_stream(stream);
 }
 
 // ---- layer_norm: mean, then the biased variance around it, then write ----
 template <class T, bool kWeight, bool kBias>
 void layer_norm_rows(const T* x, const T* w, const T* bias, T* y, int64_t b, int64_t e, int64_t n, float eps,
                      bool stream) {
-  RowOut<T> out(y, n, stream);
   for (int64_t r = b; r < e; ++r) {
     const T* __restrict xr = x + r * n;
-    T* __restrict yr = out.row(r);
     float mu = row_sum<float>(xr, n) / float(n);
     float inv = 1.0f / std::sqrt(row_sqdev(xr, n, mu) / float(n) + eps);
-    for (int64_t i = 0; i < n; ++i) {
+    write_row(y + r * n, n, stream, [&](int64_t i) {
       float v = (to_f32(xr[i]) - mu) * inv;
       if constexpr (kWeight) v *= to_f32(w[i]);
       if constexpr (kBias) v += to_f32(bias[i]);
-      yr[i] = from_f32<T>(v);
-    }
-    out.done(r);
+      return v;
+    });
   }
+  end_stream(stream);
 }
 
 // Rows of the contiguous x: (rows, last dim).
