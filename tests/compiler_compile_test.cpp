@@ -53,17 +53,31 @@ std::vector<Tensor> random_inputs(const compiler::Graph& g, uint64_t seed) {
   return xs;
 }
 
-// Whether the eager ops record themselves (the trace hooks are in place).
-bool ops_are_traced() {
-  auto f = opscope::compile([](const Tensor& x) { return exp(x) * 2.0; }, "probe", CompileOptions{.passes = {.fuse = false}});
-  Tensor x = ones({4});
-  return !f.report({x}).eager_fallback;
-}
-
 }  // namespace
 
+TEST(CompilerCompile, EagerOpsRecordThemselves) {
+  CompileOptions o;
+  o.passes.fuse = false;  // nothing to build: just the traced graph
+  auto f = opscope::compile([](const Tensor& x, const Tensor& w) {
+    Tensor y = exp(x) * 2.0 + (1.0 - x);
+    return concat({matmul(y, w), softmax(y), rms_norm(y, {}, 1e-6), layer_norm(y, {}, {}, 1e-5)}, 0);
+  }, "probe", o);
+  Tensor x = randn({4, 4}, 1), w = randn({4, 4}, 2);
+  f(x, w);
+  CompileReport rep = f.report({x, w});
+  EXPECT_FALSE(rep.eager_fallback) << rep.fallback_reason;
+  for (const char* op : {"exp(", "mul(", "add(", "sub(", "matmul(", "softmax(", "rms_norm(", "layer_norm(", "concat("})
+    EXPECT_NE(rep.traced_graph.find(op), std::string::npos) << op << "\n" << rep.traced_graph;
+  EXPECT_NE(rep.traced_graph.find("missing=1"), std::string::npos) << rep.traced_graph;  // rms_norm without weight
+  Tensor x2 = randn({4, 4}, 3);
+  auto got = f(x2, w).to_float_vector();
+  auto want = concat({matmul(exp(x2) * 2.0 + (1.0 - x2), w), softmax(exp(x2) * 2.0 + (1.0 - x2)),
+                      rms_norm(exp(x2) * 2.0 + (1.0 - x2), {}, 1e-6), layer_norm(exp(x2) * 2.0 + (1.0 - x2), {}, {}, 1e-5)}, 0)
+                  .to_float_vector();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (std::fabs(want[i]) + 1)) << i;
+}
+
 TEST(CompilerCompile, RandomOpGraphsMatchEager) {
-  if (!ops_are_traced()) GTEST_SKIP() << "the eager ops do not record themselves yet";
   TempCache c("random");
   // Several random graphs in one function (one library, one compiler run): each
   // graph's results are flattened to f32 and concatenated.
@@ -97,21 +111,24 @@ TEST(CompilerCompile, RandomOpGraphsMatchEager) {
   // Per graph: f32 graphs agree to f32 rounding; bf16 ones to bf16's (eager rounds every
   // intermediate to bf16, the fused kernel keeps f32 inside).
   size_t at = 0;
+  double worst[2] = {0, 0};
   for (size_t gi = 0; gi < graphs.size(); ++gi) {
     bool bf = graphs[gi].values[size_t(graphs[gi].inputs[0])].dtype == DType::bf16;
     size_t n = 0;
     for (int o : graphs[gi].outputs) n += size_t(graphs[gi].values[size_t(o)].shape.numel());
-    double rtol = bf ? 8e-2 : 2e-3;
+    double rtol = bf ? 4e-2 : 1e-4;
+    for (size_t j = at; j < at + n; ++j) worst[bf] = std::max(worst[bf], std::fabs(got[j] - want[j]) / (std::fabs(want[j]) + 1.0));
     for (size_t j = at; j < at + n; ++j)
       ASSERT_LE(std::fabs(got[j] - want[j]), rtol * (std::fabs(want[j]) + 1.0))
           << "graph " << gi << " element " << j - at << "\n"
           << graphs[gi].str();
     at += n;
   }
+  std::printf("[ measure  ] compiled vs eager, largest |diff| / (|eager| + 1): f32 graphs %.2g, bf16 graphs %.2g\n",
+              worst[0], worst[1]);
 }
 
 TEST(CompilerCompile, KnownPatternsAreOneKernelEachAndMatchTheBuiltins) {
-  if (!ops_are_traced()) GTEST_SKIP() << "the eager ops do not record themselves yet";
   TempCache c("patterns");
   auto patterns = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
     Tensor rms = x * rsqrt(mean(x * x, {-1}, true) + 1e-6) * w;
@@ -139,7 +156,6 @@ TEST(CompilerCompile, KnownPatternsAreOneKernelEachAndMatchTheBuiltins) {
 }
 
 TEST(CompilerCompile, TensorMethodsCreationAndCustomOpsAreTraced) {
-  if (!ops_are_traced()) GTEST_SKIP() << "the eager ops do not record themselves yet";
   TempCache c("methods");
   static CustomOp plus1 = register_op({.name = "compiler_test.plus1",
                                        .infer = [](std::span<const Tensor> in) { return OutputSpec{in[0].shape(), in[0].dtype()}; },

@@ -4,8 +4,8 @@
 // f16 conversions of the kernels, integer dtypes, launch specs and bad input.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>

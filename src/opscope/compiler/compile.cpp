@@ -178,7 +178,7 @@ Executable compile_graph(Graph g, const CompileOptions& opts, CompileReport& rep
   std::vector<FusedKernel*> kernels;
   for (Node& n : g.nodes) {
     if (n.kind == OpKind::fused) kernels.push_back(n.attrs.kernel.get());
-    else if (n.kind != OpKind::input && n.kind != OpKind::constant && n.kind != OpKind::param) ++rep.eager_nodes;
+    else if (op_class(n.kind) != OpClass::source && op_class(n.kind) != OpClass::view) ++rep.eager_nodes;
   }
   exe.entries.assign(g.nodes.size(), nullptr);
   if (!kernels.empty()) {

@@ -49,7 +49,7 @@ struct CompileReport {
   std::string pass_log;                      // the graph after each pass (explain)
   std::vector<std::string> kernels;          // fused kernels' launch names
   std::vector<std::string> symbols;          // their entry points in the library
-  int eager_nodes = 0;                       // nodes that call their eager op
+  int eager_nodes = 0;                       // nodes that launch their eager op (views not counted)
   std::string source;                        // generated C++ ("" without fused kernels)
   std::string hash, artifact_dir;            // "" without fused kernels
   bool cache_hit = false;                    // artifact loaded, no compiler run

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -111,6 +112,7 @@ Tensor CustomOp::operator()(const std::vector<Tensor>& inputs) const {
   for (auto& t : ins) reads.push_back(&t);
   const Tensor* writes[] = {&out};
   runtime::launch(dev, std::move(ls), reads, writes);
+  if (compiler::tracing()) compiler::record_custom(d.name, inputs, out);
   return out;
 }
 

@@ -3,6 +3,7 @@
 // runtime allocates it and launches the kernel that kernels/cpu/elementwise builds.
 #include <cmath>
 
+#include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/ops/ops.h"
@@ -34,6 +35,7 @@ Tensor unary(const char* op, UnaryOp kind, const Tensor& x) {
   // runtime: allocate, launch
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   if (out.numel()) runtime::launch(x.device(), cpu_kernels::unary_spec(kind, out, x), {&x}, {&out});
+  if (compiler::tracing()) compiler::record(op, {&x}, out);
   return out;
 }
 
@@ -50,6 +52,7 @@ Tensor binary(const char* op, BinaryOp kind, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = runtime::allocate(shape, a.dtype(), a.device());
   if (out.numel()) runtime::launch(a.device(), cpu_kernels::binary_spec(kind, out, a, b), {&a, &b}, {&out});
+  if (compiler::tracing()) compiler::record(op, {&a, &b}, out);
   return out;
 }
 
@@ -65,6 +68,7 @@ Tensor binary_scalar(const char* op, BinaryOp kind, const Tensor& x, double s, b
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   if (out.numel())
     runtime::launch(x.device(), cpu_kernels::binary_scalar_spec(kind, out, x, s, scalar_first), {&x}, {&out});
+  if (compiler::tracing()) compiler::record(op, {&x}, out, scalar_first ? compiler::TraceAttrs::lhs(s) : compiler::TraceAttrs::rhs(s));
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <span>
 
+#include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/index.h"
 #include "opscope/ops/ops.h"
@@ -58,6 +59,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     for (size_t i = 0; i < kConcatInputsPerLaunch; ++i) r[i] = &group[std::min(i, n - 1)];  // repeats are harmless
     runtime::launch(out.device(), std::move(spec), {r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]}, {&out});
   }
+  if (compiler::tracing()) compiler::record("concat", xs, out, compiler::TraceAttrs::at_axis(axis));
   return out;
 }
 
@@ -82,6 +84,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Tensor out = runtime::allocate(shape, weight.dtype(), weight.device());
   if (out.numel() == 0) return out;
   runtime::launch(out.device(), cpu_kernels::embedding_spec(out, w, idx), {&w, &idx}, {&out});
+  if (compiler::tracing()) compiler::record("embedding", {&weight, &indices}, out);
   return out;
 }
 

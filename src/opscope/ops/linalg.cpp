@@ -1,6 +1,7 @@
 // matmul: 2-d, batched with broadcast batch dims, and 1-d operands as in numpy.
 #include <climits>
 
+#include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/copy.h"
 #include "opscope/kernels/cpu/matmul.h"
@@ -70,7 +71,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (K == 0) cpu_kernels::launch_fill(out, 0.0);  // an empty sum
     else runtime::launch(a.device(), cpu_kernels::matmul_spec(out, a3, b3), {&a3, &b3}, {&out});
   }
-  return Tensor(out.storage(), result, contiguous_strides(result), 0, out.dtype());
+  return compiler::traced("matmul", {&a, &b}, Tensor(out.storage(), result, contiguous_strides(result), 0, out.dtype()));
 }
 
 }  // namespace opscope

@@ -1,6 +1,7 @@
 // Fused normalization ops: softmax, rms_norm, layer_norm. Each is one kernel launch
 // (kernels/cpu/norm); a non-contiguous input is first made contiguous, which shows as
 // its own copy kernel.
+#include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/norm.h"
 #include "opscope/ops/ops.h"
@@ -43,6 +44,7 @@ Tensor softmax(const Tensor& x, int64_t axis) {
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
   runtime::launch(x.device(), cpu_kernels::softmax_spec(out, xc, a), {&xc}, {&out});
+  if (compiler::tracing()) compiler::record("softmax", {&x}, out, compiler::TraceAttrs::at_axis(axis));
   return out;
 }
 
@@ -60,6 +62,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   LaunchSpec spec = cpu_kernels::rms_norm_spec(out, xc, wc.defined() ? &wc : nullptr, float(eps));
   if (wc.defined()) runtime::launch(x.device(), std::move(spec), {&xc, &wc}, {&out});
   else runtime::launch(x.device(), std::move(spec), {&xc}, {&out});
+  if (compiler::tracing()) compiler::record("rms_norm", {&x, &weight}, out, compiler::TraceAttrs::eps(eps));
   return out;
 }
 
@@ -82,6 +85,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const Tensor& w_read = wc.defined() ? wc : xc;
   const Tensor& b_read = bc.defined() ? bc : xc;
   runtime::launch(x.device(), std::move(spec), {&xc, &w_read, &b_read}, {&out});
+  if (compiler::tracing()) compiler::record("layer_norm", {&x, &weight, &bias}, out, compiler::TraceAttrs::eps(eps));
   return out;
 }
 

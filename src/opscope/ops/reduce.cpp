@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/reduce.h"
 #include "opscope/ops/ops.h"
@@ -67,6 +68,7 @@ Tensor reduce(const char* op, ReduceKind kind, const Tensor& x, const std::vecto
   if (out.numel() == 0) return out;
   LaunchSpec spec = cpu_kernels::reduce_spec(kind, out, x, r.axes, correction);
   runtime::launch(x.device(), std::move(spec), {&x}, {&out});
+  if (compiler::tracing()) compiler::record(op, {&x}, out, compiler::TraceAttrs::var(axes, keepdim, correction));
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/copy.h"
 #include "opscope/runtime/device.h"
@@ -225,6 +226,7 @@ Tensor Tensor::contiguous() const {
   OPSCOPE_OP("contiguous", this);
   Tensor out = runtime::allocate(shape_, dtype_, device());
   cpu_kernels::launch_copy(out, *this);
+  if (compiler::tracing()) compiler::record("contiguous", {this}, out);
   return out;
 }
 
@@ -233,6 +235,7 @@ Tensor Tensor::clone() const {
   check_defined(*this, "clone");
   Tensor out = runtime::allocate(shape_, dtype_, device());
   cpu_kernels::launch_copy(out, *this);
+  if (compiler::tracing()) compiler::record("clone", {this}, out);
   return out;
 }
 
@@ -242,6 +245,7 @@ Tensor Tensor::to(DType dtype) const {
   OPSCOPE_OP("to", this);
   Tensor out = runtime::allocate(shape_, dtype, device());
   cpu_kernels::launch_copy(out, *this);
+  if (compiler::tracing()) compiler::record("to", {this}, out, compiler::TraceAttrs::cast(dtype));
   return out;
 }
 
@@ -301,6 +305,7 @@ Tensor full(const Shape& shape, double value, DType dtype, Device* device) {
   OPSCOPE_OP("full");
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_fill(t, value);
+  if (compiler::tracing()) compiler::record_creation(t);
   return t;
 }
 Tensor zeros(const Shape& shape, DType dtype, Device* device) { return full(shape, 0.0, dtype, device); }
@@ -313,6 +318,7 @@ Tensor arange(double start, double stop, double step, DType dtype, Device* devic
   int64_t n = span > 0 ? int64_t(std::ceil(span)) : 0;
   Tensor t = runtime::allocate({n}, dtype, dev_or_cpu(device));
   if (n) cpu_kernels::launch_arange(t, start, step);
+  if (compiler::tracing()) compiler::record_creation(t);
   return t;
 }
 
@@ -322,6 +328,7 @@ Tensor from_host(const std::vector<float>& values, const Shape& shape, DType dty
     fail("from_host", "{} values given for shape {} ({} elements)", values.size(), shape.str(), shape.numel());
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_from_host_f32(t, std::make_shared<const std::vector<float>>(values));
+  if (compiler::tracing()) compiler::record_creation(t);
   return t;
 }
 
@@ -331,6 +338,7 @@ Tensor from_host_i64(const std::vector<int64_t>& values, const Shape& shape, Dev
     fail("from_host", "{} values given for shape {} ({} elements)", values.size(), shape.str(), shape.numel());
   Tensor t = runtime::allocate(shape, DType::i64, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_from_host_i64(t, std::make_shared<const std::vector<int64_t>>(values));
+  if (compiler::tracing()) compiler::record_creation(t);
   return t;
 }
 
@@ -339,6 +347,7 @@ Tensor randn(const Shape& shape, uint64_t seed, DType dtype, Device* device, flo
   if (!is_floating(dtype)) fail("randn", "dtype {} is not a floating type", dtype_name(dtype));
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_random(t, seed, true, mean, stddev);
+  if (compiler::tracing()) compiler::record_creation(t);
   return t;
 }
 
@@ -347,6 +356,7 @@ Tensor rand(const Shape& shape, uint64_t seed, DType dtype, Device* device, floa
   if (!is_floating(dtype)) fail("rand", "dtype {} is not a floating type", dtype_name(dtype));
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_random(t, seed, false, low, high);
+  if (compiler::tracing()) compiler::record_creation(t);
   return t;
 }
 
