@@ -29,11 +29,12 @@ using ImplFn = Tensor (*)(const Tensor&, const Tensor&, double);
 
 std::vector<std::pair<std::string, ImplFn>> implementations(const std::string& which) {
   std::vector<std::pair<std::string, ImplFn>> all = {{"naive", cases::naive_rms_norm},
-                                                      {"builtin", cases::builtin_rms_norm}};
+                                                      {"builtin", cases::builtin_rms_norm},
+                                                      {"compiled", cases::compiled_rms_norm}};
   if (which == "all") return all;
   for (auto& p : all)
     if (p.first == which) return {p};
-  fail("--impl", "unknown implementation '{}' (expected naive, builtin or all)", which);
+  fail("--impl", "unknown implementation '{}' (expected naive, builtin, compiled or all)", which);
 }
 
 void run_profile(const ProfileArgs& a) {
@@ -90,7 +91,7 @@ void add_profile_command(CLI::App& app) {
   auto a = std::make_shared<ProfileArgs>();
   CLI::App* sub = app.add_subcommand("profile", "profile a case study and print its key_averages tables");
   sub->add_option("case", "case study (rmsnorm)")->required()->check(CLI::IsMember({"rmsnorm"}));
-  sub->add_option("--impl", a->impl, "naive, builtin or all")->capture_default_str();
+  sub->add_option("--impl", a->impl, "naive, builtin, compiled or all")->capture_default_str();
   sub->add_option("--shape", a->shape, "ROWSxHIDDEN")->capture_default_str();
   sub->add_option("--dtype", a->dtype, "f32, bf16 or f16")->capture_default_str();
   sub->add_option("--device", a->device, "device to run on")->capture_default_str();

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
 
+#include "opscope/compiler/compile.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/device.h"
@@ -20,6 +23,23 @@ Tensor naive_rms_norm(const Tensor& x, const Tensor& weight, double eps) {
 }
 
 Tensor builtin_rms_norm(const Tensor& x, const Tensor& weight, double eps) { return rms_norm(x, weight, eps); }
+
+Tensor compiled_rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  // eps is a constant of the traced graph, so each eps gets its own compiled function.
+  static std::mutex m;
+  static std::map<double, CompiledFunction> by_eps;
+  CompiledFunction* f;
+  {
+    std::lock_guard<std::mutex> g(m);
+    auto it = by_eps.find(eps);
+    if (it == by_eps.end())
+      it = by_eps.emplace(eps, compile([eps](const Tensor& a, const Tensor& b) { return naive_rms_norm(a, b, eps); },
+                                       "rms_norm_compiled"))
+               .first;
+    f = &it->second;
+  }
+  return (*f)(x, weight);
+}
 
 void parse_shape(const std::string& s, int64_t& rows, int64_t& hidden) {
   size_t x = s.find('x');
@@ -49,8 +69,11 @@ std::vector<RmsNormTiming> time_rms_norm(const RmsNormSetup& st, const std::vect
   Stream& s = current_stream(x.device());
   std::vector<RmsNormTiming> out;
   for (const std::string& impl : impls) {
-    auto fn = impl == "naive" ? naive_rms_norm : impl == "builtin" ? builtin_rms_norm : nullptr;
-    if (!fn) fail("--impl", "unknown implementation '{}' (expected naive or builtin)", impl);
+    auto fn = impl == "naive"     ? naive_rms_norm
+              : impl == "builtin"  ? builtin_rms_norm
+              : impl == "compiled" ? compiled_rms_norm
+                                   : nullptr;
+    if (!fn) fail("--impl", "unknown implementation '{}' (expected naive, builtin or compiled)", impl);
     for (int i = 0; i < st.warmup; ++i) fn(x, w, 1e-6);
     s.synchronize();
     std::vector<double> dev_ms, host_ms;

@@ -13,6 +13,8 @@ namespace opscope::cases {
 Tensor naive_rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 // One fused launch.
 Tensor builtin_rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
+// naive_rms_norm through opscope::compile: traced, fused into one generated kernel, cached.
+Tensor compiled_rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 
 struct RmsNormTiming {
   std::string impl;       // "naive", "builtin"
