@@ -3,16 +3,7 @@
 // then timeline queries as the UI sends them while zooming and panning (answer built and
 // serialized as the server does; budget 100 ms each), and a few over HTTP on loopback.
 //   explorer_bench [events]   (default 1000000)
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
-#include <httplib.h>
+#include "opscope/explorer/httplib.h"
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -2,16 +2,7 @@
 // the summary's recommendations, the JSON API's answers and errors, and the HTTP server
 // (bound to a free port on 127.0.0.1, queried with httplib::Client): traversal attempts,
 // limits, a corrupt profile listed beside good ones.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
-#include <httplib.h>
+#include "opscope/explorer/httplib.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -1,17 +1,6 @@
 #include "opscope/explorer/server.h"
 
-// Debian's cpp-httplib is a compiled library built with these; the classes' layout
-// depends on them, so every includer must define them alike.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
-#include <httplib.h>
+#include "opscope/explorer/httplib.h"
 
 #include <stdexcept>
 
