@@ -36,7 +36,9 @@ Tensor unary(OpKind k, const Tensor& x) {
   }
 }
 
-Tensor binary(OpKind k, const Tensor& a, const Tensor& b) {
+// The same dispatch serves a tensor and a scalar right-hand side (the ops' overloads).
+template <class Rhs>
+Tensor binary_op(OpKind k, const Tensor& a, const Rhs& b) {
   switch (k) {
     case OpKind::add: return add(a, b);
     case OpKind::sub: return sub(a, b);
@@ -49,18 +51,8 @@ Tensor binary(OpKind k, const Tensor& a, const Tensor& b) {
   }
 }
 
-Tensor binary_rhs(OpKind k, const Tensor& a, double b) {
-  switch (k) {
-    case OpKind::add: return add(a, b);
-    case OpKind::sub: return sub(a, b);
-    case OpKind::mul: return mul(a, b);
-    case OpKind::div: return div(a, b);
-    case OpKind::pow: return pow(a, b);
-    case OpKind::maximum: return maximum(a, b);
-    case OpKind::minimum: return minimum(a, b);
-    default: fail("compile", "internal: {} is not binary", op_name(k));
-  }
-}
+Tensor binary(OpKind k, const Tensor& a, const Tensor& b) { return binary_op(k, a, b); }
+Tensor binary_rhs(OpKind k, const Tensor& a, double b) { return binary_op(k, a, b); }
 
 Tensor reduction(const Node& n, const Tensor& x) {
   const Attrs& a = n.attrs;

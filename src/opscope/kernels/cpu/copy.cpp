@@ -69,7 +69,10 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
   runtime::launch(dst.device(), std::move(spec), {&src}, {&dst});
 }
 
-void launch_from_host_f32(const Tensor& dst, std::shared_ptr<const std::vector<float>> buf) {
+namespace {
+// Host values (f32 or i64) converted to dst's dtype; the launch owns the host buffer.
+template <class H>
+void launch_from_host(const Tensor& dst, std::shared_ptr<const std::vector<H>> buf) {
   int64_t n = dst.numel();
   DType dt = dst.dtype();
   void* d = dst.data_ptr();
@@ -78,37 +81,24 @@ void launch_from_host_f32(const Tensor& dst, std::shared_ptr<const std::vector<f
   spec.kind = Launch::Kind::copy_h2d;
   spec.work = blocks(n);
   spec.grain = kElemGrainBlocks;
-  spec.bytes = n * int64_t(4 + itemsize(dt));
+  spec.bytes = n * int64_t(sizeof(H) + itemsize(dt));
   spec.body = [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
     OPSCOPE_DISPATCH_ALL(dt, T, [&] {
       T* o = static_cast<T*>(d);
-      const auto* host = buf->data();
+      const H* host = buf->data();
       for (int64_t i = lo; i < hi; ++i) o[i] = convert<T>(host[i]);
     });
   };
   runtime::launch(dst.device(), std::move(spec), {}, {&dst});
 }
+}  // namespace
 
+void launch_from_host_f32(const Tensor& dst, std::shared_ptr<const std::vector<float>> buf) {
+  launch_from_host(dst, std::move(buf));
+}
 void launch_from_host_i64(const Tensor& dst, std::shared_ptr<const std::vector<int64_t>> buf) {
-  int64_t n = dst.numel();
-  DType dt = dst.dtype();
-  void* d = dst.data_ptr();
-  LaunchSpec spec;
-  spec.name = "memcpy_h2d";
-  spec.kind = Launch::Kind::copy_h2d;
-  spec.work = blocks(n);
-  spec.grain = kElemGrainBlocks;
-  spec.bytes = n * int64_t(8 + itemsize(dt));
-  spec.body = [=](int64_t b, int64_t e) {
-    int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
-    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
-      T* o = static_cast<T*>(d);
-      const auto* host = buf->data();
-      for (int64_t i = lo; i < hi; ++i) o[i] = convert<T>(host[i]);
-    });
-  };
-  runtime::launch(dst.device(), std::move(spec), {}, {&dst});
+  launch_from_host(dst, std::move(buf));
 }
 
 void launch_to_host_f32(float* host, const Tensor& src) {
