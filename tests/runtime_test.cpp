@@ -8,7 +8,10 @@
 #include <set>
 #include <thread>
 
+#include <sched.h>
+
 #include "opscope/core/error.h"
+#include "opscope/ops/ops.h"
 #include "opscope/runtime/cpu_device.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -244,4 +247,53 @@ TEST(Allocator, TensorKeptAliveByPendingKernel) {
   dev.synchronize();
   EXPECT_EQ(seen.load(), 5.0f);
   EXPECT_EQ(dev.allocator().stats().allocated, 0);
+}
+
+TEST(CpuDevice, SchedulerCoreAvoidsTheHostCpu) {
+  CpuDevice dev(2);
+  std::set<int> cpus;
+  for (int c = 0; c < dev.num_cores(); ++c) cpus.insert(dev.cpu_of_core(c));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  if (CPU_COUNT(&set) < 2) GTEST_SKIP() << "one CPU allowed: every core shares it";
+  EXPECT_EQ(cpus.size(), 2u) << "two cores on two allowed CPUs should not share one";
+  EXPECT_NE(dev.cpu_of_core(0), dev.host_cpu());
+  EXPECT_TRUE(CPU_ISSET(dev.cpu_of_core(0), &set));
+}
+
+// Launches are recycled by the submitting thread; what they kept alive must go back
+// to the allocator once they have run, however many were queued.
+TEST(Runtime, RecycledLaunchesReleaseTheirTensors) {
+  CpuDevice dev(2);
+  Tensor a = full({8}, 1.0, DType::f32, &dev), b = full({8}, 2.0, DType::f32, &dev);
+  dev.synchronize();
+  int64_t base = dev.allocator().stats().allocated;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Tensor> keep;
+    for (int i = 0; i < 5000; ++i) {
+      Tensor c = add(a, b);
+      if (i % 1000 == 0) keep.push_back(c);
+    }
+    dev.synchronize();
+    EXPECT_EQ(dev.allocator().stats().allocated, base + int64_t(keep.size()) * 512);
+    for (const Tensor& t : keep) EXPECT_EQ(t.to_float_vector()[7], 3.0f);
+  }
+  dev.synchronize();
+  EXPECT_EQ(dev.allocator().stats().allocated, base);
+}
+
+TEST(Runtime, ManyThreadsSubmitToOneStream) {
+  CpuDevice dev(2);
+  Tensor one = full({4}, 1.0, DType::f32, &dev);
+  std::vector<std::thread> threads;
+  std::vector<Tensor> sums(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Tensor s = full({4}, 0.0, DType::f32, &dev);
+      for (int i = 0; i < 2000; ++i) s = add(s, one);
+      sums[t] = s;
+    });
+  for (auto& th : threads) th.join();
+  for (const Tensor& s : sums) EXPECT_EQ(s.to_float_vector(), std::vector<float>(4, 2000.0f));
 }

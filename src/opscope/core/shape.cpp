@@ -14,21 +14,8 @@ Dims::Dims(std::span<const int64_t> v) {
   std::copy(v.begin(), v.end(), d_.begin());
 }
 
-void Dims::push_back(int64_t v) {
-  if (n_ == kMaxDims) fail("shape", "more than {} dims", kMaxDims);
-  d_[n_++] = v;
-}
-
-void Dims::resize(int n, int64_t fill) {
-  if (n > kMaxDims || n < 0) fail("shape", "{} dims requested, at most {} are supported", n, kMaxDims);
-  for (int i = n_; i < n; ++i) d_[i] = fill;
-  n_ = n;
-}
-
-int64_t Dims::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < n_; ++i) n *= d_[i];
-  return n;
+void Dims::too_many(int n) {
+  fail("shape", "{} dims requested, at most {} are supported", n, kMaxDims);
 }
 
 std::string Dims::str() const {

@@ -28,12 +28,24 @@ class Dims {
   const int64_t* end() const { return d_.data() + n_; }
   int64_t* begin() { return d_.data(); }
   int64_t* end() { return d_.data() + n_; }
-  void push_back(int64_t v);
-  void resize(int n, int64_t fill = 0);
+  // Inline: every op builds shapes, and a call per resize showed in launch profiles.
+  void push_back(int64_t v) {
+    if (n_ == kMaxDims) too_many(n_ + 1);
+    d_[n_++] = v;
+  }
+  void resize(int n, int64_t fill = 0) {
+    if (n > kMaxDims || n < 0) too_many(n);
+    for (int i = n_; i < n; ++i) d_[i] = fill;
+    n_ = n;
+  }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
 
   // Product of the dims (1 for a scalar shape).
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < n_; ++i) n *= d_[i];
+    return n;
+  }
   // "(4, 4096)"
   std::string str() const;
 
@@ -45,6 +57,7 @@ class Dims {
   }
 
  private:
+  [[noreturn]] static void too_many(int n);
   std::array<int64_t, kMaxDims> d_{};
   int n_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "opscope/core/error.h"
@@ -26,17 +27,22 @@ CachingAllocator::~CachingAllocator() { empty_cache(); }
 Block CachingAllocator::allocate(size_t nbytes) {
   size_t size = round_size(nbytes);
   void* p = nullptr;
+  int64_t now = 0;
   {
-    std::lock_guard<std::mutex> g(m_);
+    std::lock_guard<SpinLock> g(m_);
     stats_.num_allocs++;
     // Best fit; a cached block may be at most twice the request so big blocks are not
     // wasted on small tensors.
-    auto it = free_.lower_bound(size);
-    if (it != free_.end() && it->first <= 2 * size) {
+    for (auto it = free_.lower_bound(size); it != free_.end() && it->first <= 2 * size; ++it) {
+      if (it->second.empty()) continue;
       size = it->first;
-      p = it->second;
-      free_.erase(it);
+      p = it->second.back();
+      it->second.pop_back();
       stats_.num_cache_hits++;
+      stats_.allocated += int64_t(size);
+      stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+      now = stats_.allocated;
+      break;
     }
   }
   if (!p) {
@@ -49,15 +55,11 @@ Block CachingAllocator::allocate(size_t nbytes) {
     }
     if (!p) fail("allocator", "out of memory on cpu:{} allocating {} bytes", device_index_, size);
     if (size >= kLargeRound) madvise(p, size, MADV_HUGEPAGE);
-    std::lock_guard<std::mutex> g(m_);
+    std::lock_guard<SpinLock> g(m_);
     stats_.num_os_allocs++;
     stats_.reserved += int64_t(size);
-  }
-  int64_t now;
-  {
-    std::lock_guard<std::mutex> g(m_);
     stats_.allocated += int64_t(size);
-    if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+    stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
     now = stats_.allocated;
   }
   if (prof::layers() & prof::kRuntime) prof::on_alloc(device_index_, p, int64_t(size), now);
@@ -68,8 +70,8 @@ void CachingAllocator::free(Block b) {
   if (!b.ptr) return;
   int64_t now;
   {
-    std::lock_guard<std::mutex> g(m_);
-    free_.emplace(b.size, b.ptr);
+    std::lock_guard<SpinLock> g(m_);
+    free_[b.size].push_back(b.ptr);  // buckets stay when emptied: steady state allocates nothing
     stats_.allocated -= int64_t(b.size);
     now = stats_.allocated;
   }
@@ -77,16 +79,16 @@ void CachingAllocator::free(Block b) {
 }
 
 void CachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> g(m_);
-  for (auto& [size, p] : free_) {
-    std::free(p);
-    stats_.reserved -= int64_t(size);
+  std::lock_guard<SpinLock> g(m_);
+  for (auto& [size, blocks] : free_) {
+    for (void* p : blocks) std::free(p);
+    stats_.reserved -= int64_t(size * blocks.size());
   }
   free_.clear();
 }
 
 AllocatorStats CachingAllocator::stats() const {
-  std::lock_guard<std::mutex> g(m_);
+  std::lock_guard<SpinLock> g(m_);
   return stats_;
 }
 

@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
+#include <vector>
+
+#include "opscope/core/spinlock.h"
 
 namespace opscope {
 
@@ -41,8 +43,10 @@ class CachingAllocator {
 
  private:
   int device_index_;
-  mutable std::mutex m_;
-  std::multimap<size_t, void*> free_;
+  // The host thread writes these at every allocation; their own cache lines keep the
+  // device's cores (which poll nearby fields) from missing on them.
+  alignas(64) mutable SpinLock m_;
+  std::map<size_t, std::vector<void*>> free_;  // cached blocks by rounded size
   AllocatorStats stats_;
 };
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 
@@ -33,11 +34,44 @@ int hardware_cores() {
   return n ? int(n) : 1;
 }
 
+// The CPUs this process may run on (taskset, cgroups), in order.
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.empty())
+    for (int c = 0; c < hardware_cores(); ++c) cpus.push_back(c);
+  return cpus;
+}
+
+// Which CPU each core is pinned to. Core 0, the scheduler, polls between launches, so
+// it goes on the CPU after the creating (host) thread's: sharing a CPU with the host
+// thread that submits made every launch wait for a time slice (5 us per op instead of
+// 0.5 until the OS moved the host thread away). The helper cores sleep unless work is
+// fanned out, so the last of them may share the host's CPU.
+std::vector<int> core_cpus(int num_cores, int host) {
+  std::vector<int> cpus = allowed_cpus();
+  int n = int(cpus.size());
+  int at = 0;
+  for (int i = 0; i < n; ++i)
+    if (cpus[i] == host) at = i;
+  std::vector<int> out(num_cores);
+  for (int c = 0; c < num_cores; ++c) out[c] = cpus[(at + 1 + c) % n];
+  return out;
+}
+
 }  // namespace
 
 CpuDevice::CpuDevice(int num_cores, bool pin) : Device(DeviceType::cpu) {
-  num_cores_ = num_cores > 0 ? num_cores : hardware_cores();
+  num_cores_ = num_cores > 0 ? num_cores : int(allowed_cpus().size());
   pinned_ = pin;
+  host_cpu_ = sched_getcpu();
+  std::vector<int> cpus = core_cpus(num_cores_, host_cpu_);
+  cpu_of_core_ = std::make_unique<std::atomic<int>[]>(num_cores_);
+  for (int c = 0; c < num_cores_; ++c) cpu_of_core_[c].store(cpus[c]);
   threads_.emplace_back([this] { scheduler_loop(); });
   for (int c = 1; c < num_cores_; ++c) threads_.emplace_back([this, c] { helper_loop(c); });
 }
@@ -54,19 +88,44 @@ CpuDevice::~CpuDevice() {
 }
 
 std::string CpuDevice::description() const {
+  std::string cpus;
+  for (int c = 0; c < num_cores_; ++c) cpus += fmt::format("{}{}", c ? "," : "", cpu_of_core(c));
   return fmt::format("CPU device {} with {} cores (worker threads{}), {} hardware threads", name(), num_cores_,
-                     pinned_ ? ", pinned" : "", hardware_cores());
+                     pinned_ ? fmt::format(", pinned to CPUs {}", cpus) : "", hardware_cores());
 }
 
 void CpuDevice::notify_work() {
-  work_signal_.fetch_add(1, std::memory_order_seq_cst);
-  if (sched_sleeping_.load(std::memory_order_seq_cst)) futex_wake_one(work_signal_);
+  // The submit published the launch; the fence orders that before reading
+  // sched_sleeping_ (Dekker with the scheduler's store-then-check), so either the
+  // scheduler sees the launch or this sees it asleep. No shared counter is written
+  // while the scheduler polls: that cache line would bounce at every launch.
+  // Where the submitting thread runs, published only when it changes (a store per
+  // launch would bounce a line between the host and the scheduler).
+  thread_local int t_cpu[kMaxDevices];
+  thread_local bool t_init = false;
+  if (!t_init) std::fill(std::begin(t_cpu), std::end(t_cpu), -1), t_init = true;
+  int c = sched_getcpu();
+  if (c != t_cpu[index()]) {
+    t_cpu[index()] = c;
+    submit_cpu_.store(c, std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sched_sleeping_.load(std::memory_order_relaxed)) {
+    work_signal_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_one(work_signal_);
+  }
+}
+
+bool CpuDevice::any_queued() {
+  int n = num_streams();
+  for (int i = 0; i < n; ++i)
+    if (stream(i).has_queued()) return true;
+  return false;
 }
 
 void CpuDevice::scheduler_loop() {
-  if (pinned_) pin_to_cpu(0 % hardware_cores());
+  if (pinned_) pin_to_cpu(cpu_of_core_[0].load());
   while (true) {
-    uint32_t sig = work_signal_.load(std::memory_order_acquire);
     bool did = false;
     int n = num_streams();
     for (int i = 0; i < n; ++i) {
@@ -83,18 +142,50 @@ void CpuDevice::scheduler_loop() {
       for (int i = 0; i < n; ++i) empty = empty && stream(i).query();
       if (empty) break;
     }
-    // Idle: poll for a while, then sleep until a submit bumps the signal.
+    if (pinned_ && num_cores_ > 1 && submit_cpu_.load(std::memory_order_relaxed) == cpu_of_core_[0].load())
+      move_off_host_cpu();
+    // Idle: poll the queues for a while, then sleep until a submit wakes us. The poll
+    // yields now and then: should the host thread share this CPU, it gets to run.
     int64_t t0 = now_ns();
-    while (work_signal_.load(std::memory_order_acquire) == sig && now_ns() - t0 < kSchedulerSpinNs) _mm_pause();
-    if (work_signal_.load(std::memory_order_acquire) != sig) continue;
+    bool queued = false;
+    for (int k = 1; !(queued = any_queued()); ++k) {
+      _mm_pause();
+      if (k % 64 == 0) {
+        if (now_ns() - t0 > kSchedulerSpinNs) break;
+        sched_yield();
+      }
+    }
+    if (queued) continue;
+    uint32_t sig = work_signal_.load(std::memory_order_acquire);
     sched_sleeping_.store(true, std::memory_order_seq_cst);
-    if (work_signal_.load(std::memory_order_seq_cst) == sig) futex_wait(work_signal_, sig);
+    if (!any_queued() && !stop_.load()) futex_wait(work_signal_, sig);
     sched_sleeping_.store(false, std::memory_order_relaxed);
   }
 }
 
+// The OS may move the (unpinned) host thread onto the scheduler's CPU, where the two
+// take turns and every launch waits for a time slice. Swap CPUs with a helper core,
+// which sleeps between fanned-out kernels and so shares the host's CPU cheaply.
+void CpuDevice::move_off_host_cpu() {
+  int64_t now = now_ns();
+  if (now - last_move_ns_ < 10'000'000) return;  // at most every 10 ms: the host may wander
+  last_move_ns_ = now;
+  int host = submit_cpu_.load(std::memory_order_relaxed);
+  for (int k = 1; k < num_cores_; ++k) {
+    int other = cpu_of_core_[k].load();
+    if (other == host) continue;
+    cpu_of_core_[k].store(cpu_of_core_[0].load());
+    cpu_of_core_[0].store(other);
+    pin_to_cpu(other);
+    if (getenv("DBGPIN")) fprintf(stderr, "move: host %d, scheduler -> %d\n", host, other);
+    pin_gen_.fetch_add(1, std::memory_order_release);
+    return;
+  }
+}
+
 void CpuDevice::helper_loop(int core) {
-  if (pinned_) pin_to_cpu(core % hardware_cores());
+  uint32_t pinned_gen = pin_gen_.load();
+  if (pinned_) pin_to_cpu(cpu_of_core_[core].load());
   // Generation 0 is the state before any job; reading job_gen_ here instead could skip
   // a job published before this thread started.
   uint32_t seen = 0;
@@ -107,6 +198,10 @@ void CpuDevice::helper_loop(int core) {
       helpers_sleeping_.fetch_sub(1, std::memory_order_relaxed);
     }
     if (stop_.load()) return;
+    if (pinned_ && pin_gen_.load(std::memory_order_acquire) != pinned_gen) {
+      pinned_gen = pin_gen_.load(std::memory_order_acquire);
+      pin_to_cpu(cpu_of_core_[core].load());
+    }
     seen = job_gen_.load(std::memory_order_acquire);
     if (core < job_cores_) run_slice(*job_, core, job_cores_);
     job_pending_.fetch_sub(1, std::memory_order_acq_rel);

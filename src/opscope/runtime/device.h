@@ -52,10 +52,11 @@ class Device {
  private:
   DeviceType type_;
   int index_;
-  CachingAllocator allocator_;
-  std::mutex streams_m_;
-  std::array<std::unique_ptr<Stream>, kMaxStreams> streams_;
+  CachingAllocator allocator_;  // written at every allocation: kept off the lines below
+  // Read by the scheduler in its poll loop, so on lines of their own.
+  alignas(64) std::array<std::unique_ptr<Stream>, kMaxStreams> streams_;
   std::atomic<int> num_streams_{0};
+  std::mutex streams_m_;
 };
 
 // The process's CPU device, made on first use with OPSCOPE_CPU_CORES cores (default:

@@ -2,20 +2,22 @@
 
 #include "opscope/core/clock.h"
 #include "opscope/core/error.h"
+#include "opscope/core/pool_allocator.h"
 #include "opscope/profiler/hooks.h"
 #include "opscope/runtime/op_scope.h"
 
 namespace opscope::runtime {
 
 namespace {
-std::atomic<uint64_t> g_next_launch{1};
+// Its own lines: an atomic add per launch next to data the device reads would miss.
+alignas(128) std::atomic<uint64_t> g_next_launch{1};
 }
 
 Tensor allocate(const Shape& shape, DType dtype, Device& dev) {
   for (int64_t d : shape)
     if (d < 0) fail(OpScope::current()[0] ? OpScope::current() : "empty", "negative dimension in shape {}", shape.str());
   Block b = dev.allocator().allocate(size_t(shape.numel()) * itemsize(dtype));
-  auto st = std::make_shared<Storage>(dev, b);
+  auto st = std::allocate_shared<Storage>(PoolAllocator<Storage>(), dev, b);
   return Tensor(std::move(st), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -24,7 +26,7 @@ uint64_t launch(Device& dev, LaunchSpec spec, std::span<const Tensor* const> rea
   bool rec = prof::layers() & prof::kRuntime;
   int64_t t0 = rec ? now_ns() : 0;
   Stream& s = current_stream(dev);
-  auto l = std::make_unique<Launch>();
+  Launch* l = s.new_launch();
   l->kind = spec.kind;
   l->id = g_next_launch.fetch_add(1, std::memory_order_relaxed);
   l->op_id = prof::layers() ? prof::current_op_id() : 0;
@@ -43,10 +45,9 @@ uint64_t launch(Device& dev, LaunchSpec spec, std::span<const Tensor* const> rea
     l->keep.push_back(t->storage());
   }
   for (const Tensor* t : writes) l->keep.push_back(t->storage());
-  Launch* raw = l.get();
   uint64_t id = l->id;
-  if (rec) prof::on_launch(*raw, dev.index(), s.id(), t0);  // before submit: `raw` may be gone after
-  uint64_t seq = s.submit(std::move(l));
+  if (rec) prof::on_launch(*l, dev.index(), s.id(), t0);  // before submit: `l` may be recycled after
+  uint64_t seq = s.submit(l);
   for (const Tensor* t : writes) {
     t->storage()->writer = &s;
     t->storage()->writer_seq = seq;

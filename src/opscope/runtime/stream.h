@@ -2,14 +2,21 @@
 // synchronize() waits. A kernel's error is kept and rethrown by the next
 // synchronize() (or tensor read) on that stream; launches after a failed one are
 // skipped until then, so no result is computed from a failed kernel's output.
+//
+// The queue is a linked list with one consumer (the device's scheduler) that never
+// locks, frees or allocates: it follows `next` links and publishes `completed`.
+// Submitters (any host thread, under a mutex) recycle the launches the device has
+// passed, so every malloc and free of the launch path happens on the host thread —
+// a free on the scheduler thread contended with the host's malloc for glibc's arena
+// lock and cost microseconds per op.
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "opscope/core/spinlock.h"
 #include "opscope/runtime/launch.h"
 
 namespace opscope {
@@ -41,15 +48,19 @@ class Event {
 
 class Stream {
  public:
-  Stream(Device& dev, int id) : device_(dev), id_(id) {}
+  Stream(Device& dev, int id);
+  ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
   Device& device() const { return device_; }
   int id() const { return id_; }
 
-  // Queues a launch; returns its sequence number. Never blocks on the device.
-  uint64_t submit(std::unique_ptr<Launch> l);
+  // A blank launch to fill and submit (recycled from those the device has passed).
+  Launch* new_launch();
+  // Queues a launch from new_launch(); returns its sequence number. Never blocks on
+  // the device.
+  uint64_t submit(Launch* l);
   // Waits for all work queued so far; rethrows the first kernel error since the last sync.
   void synchronize();
   // True when all queued work is done.
@@ -60,29 +71,45 @@ class Stream {
 
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
   uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
-  // Blocks until `seq` has completed (no error check).
+  // Blocks until `seq` has completed (no error check), then releases what the
+  // finished launches kept alive.
   void wait_for(uint64_t seq);
   // Rethrows and clears a pending kernel error.
   void check_error();
 
-  // ---- for the device's scheduler ----
+  // ---- for the device's scheduler (one thread) ----
   // The launch at the head if it may run now (its waits are met), else null.
   Launch* ready_head();
-  // Retires the head launch (executed or skipped).
+  // Retires the head launch (executed or skipped). Frees nothing.
   void retire_head();
+  // A launch is queued (ready or waiting on another stream).
+  bool has_queued() const { return head_->next.load(std::memory_order_acquire) != nullptr; }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void set_error(std::string msg);
 
  private:
+  // Recycles launches up to `completed`; needs m_.
+  void reclaim_locked();
+
   Device& device_;
   int id_;
-  std::mutex m_;
-  std::deque<std::unique_ptr<Launch>> q_;
+  // Submitter side and scheduler side live on separate cache lines: the scheduler
+  // writes its line at every retirement, and sharing it with the mutex made every
+  // submit miss.
+  alignas(64) SpinLock m_;  // submitters, the recycling lists and error_
+  Launch* tail_;              // last submitted (or the initial sentinel); needs m_
+  Launch* oldest_;            // oldest launch not yet recycled; needs m_
+  uint64_t released_ = 0;     // payloads dropped up to this seq; needs m_
+  Launch* free_ = nullptr;    // recycled launches, oldest first, linked by `next`; needs m_
+  Launch* free_tail_ = nullptr;
+  uint64_t reclaimed_at_ = 0;  // `submitted` at the last batch recycling; needs m_
+  static constexpr uint64_t kReclaimBatch = 64;
   std::atomic<uint64_t> submitted_{0};
+  alignas(64) Launch* head_;  // scheduler only: the last retired launch (or the sentinel)
   std::atomic<uint64_t> completed_{0};
-  std::atomic<int> waiters_{0};
+  std::atomic<int> waiters_{0};  // read at every retirement, written only by waiters
   std::atomic<uint32_t> retire_epoch_{0};  // futex word: bumped at every retirement
-  std::atomic<bool> failed_{false};
+  alignas(64) std::atomic<bool> failed_{false};
   std::string error_;  // guarded by m_
 };
 

@@ -112,6 +112,14 @@ KernelBody binary_loops(const Tensor& out, const Tensor& a, const Tensor& b) {
   const T* bp = b.data<T>();
   T* op = out.data<T>();
   int64_t n = out.numel();
+  if (shape.size() <= 1) {
+    // One run (the common, collapsed case): a closure small enough to live in the launch.
+    int64_t so = shape.size() ? st[0][0] : 1, sa = shape.size() ? st[1][0] : 1, sb = shape.size() ? st[2][0] : 1;
+    return [=](int64_t bb, int64_t e) {
+      int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
+      binary_run<Op>(ap + lo * sa, sa, bp + lo * sb, sb, op + lo * so, hi - lo);
+    };
+  }
   return [=](int64_t bb, int64_t e) {
     int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
     walk<3>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
@@ -129,6 +137,13 @@ KernelBody scalar_loops(const Tensor& out, const Tensor& x, double s, bool scala
   T* op = out.data<T>();
   int64_t n = out.numel();
   compute_t<T> sv = compute_t<T>(s);
+  if (shape.size() <= 1) {
+    int64_t so = shape.size() ? st[0][0] : 1, sx = shape.size() ? st[1][0] : 1;
+    return [=](int64_t bb, int64_t e) {
+      int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
+      scalar_run<Op>(xp + lo * sx, sx, sv, scalar_first, op + lo * so, hi - lo);
+    };
+  }
   return [=](int64_t bb, int64_t e) {
     int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
     walk<2>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {

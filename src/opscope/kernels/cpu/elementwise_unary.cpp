@@ -265,6 +265,14 @@ KernelBody unary_loops(const Tensor& out, const Tensor& x) {
   const T* xp = x.data<T>();
   T* op = out.data<T>();
   int64_t n = out.numel();
+  if (shape.size() <= 1) {
+    // One run (the common, collapsed case): a closure small enough to live in the launch.
+    int64_t so = shape.size() ? st[0][0] : 1, sx = shape.size() ? st[1][0] : 1;
+    return [=](int64_t b, int64_t e) {
+      int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
+      unary_run<Op>(xp + lo * sx, sx, op + lo * so, hi - lo);
+    };
+  }
   return [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
     walk<2>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
