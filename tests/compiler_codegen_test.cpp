@@ -18,6 +18,7 @@
 #include "opscope/compiler/executor.h"
 #include "opscope/compiler/kernel.h"
 #include "opscope/compiler/passes.h"
+#include "opscope/core/error.h"
 
 using namespace opscope;
 using namespace opscope::compiler;
@@ -207,6 +208,12 @@ TEST(CompilerCodegen, RandomAndKnownGraphsMatchReference) {
   graphs.push_back(silu_mul_graph({3, 4097}, DType::f32));
   graphs.push_back(silu_mul_graph({2, 100}, DType::bf16));
   graphs.push_back(strided_graph());
+  // Results of 8 MiB or more are streamed: odd row lengths (a line boundary anywhere in
+  // a row), a flat loop over an odd count, bf16 lines of 32, a softmax's last pass.
+  graphs.push_back(rms_norm_graph({520, 4097}));
+  graphs.push_back(rms_norm_graph({1030, 4099}, DType::bf16));
+  graphs.push_back(silu_mul_graph({2100001}, DType::f32));
+  graphs.push_back(softmax_graph({1100, 2000}, DType::f32));
 
   std::vector<FusedKernel*> kernels;
   for (Graph& g : graphs) {
@@ -258,4 +265,67 @@ TEST(CompilerCodegen, KernelNamesComeFromTheGraph) {
   generate_kernel(k3);
   EXPECT_EQ(k3.name, k.name);
   EXPECT_NE(k3.symbol, k.symbol);
+}
+
+TEST(CompilerCodegen, LargeResultsAreWrittenWithStreamingStores) {
+  auto source = [](Graph g) {
+    optimize(g);
+    EXPECT_EQ(count_kind(g, OpKind::fused), 1) << g.str();
+    for (Node& n : g.nodes)
+      if (n.kind == OpKind::fused) return generate_kernel(*n.attrs.kernel);
+    return std::string();
+  };
+  const std::string streamed = "ofs_stream64(a";
+  EXPECT_EQ(source(rms_norm_graph({32, 4096})).find(streamed), std::string::npos);  // 512 KiB stays cached
+  std::string big = source(rms_norm_graph({512, 4096}));                           // 8 MiB
+  EXPECT_NE(big.find(streamed), std::string::npos) << big;
+  EXPECT_NE(big.find("ofs_sfence();"), std::string::npos) << big;
+  EXPECT_EQ(source(rms_norm_graph({511, 4096})).find(streamed), std::string::npos);
+  EXPECT_NE(source(silu_mul_graph({1 << 21}, DType::f32)).find(streamed), std::string::npos);
+  EXPECT_NE(source(softmax_graph({2048, 1024}, DType::f32)).find(streamed), std::string::npos);
+  // Two results would not share line boundaries: plain stores.
+  Graph two;
+  two.name = "two";
+  int x = input(two, {2048, 1024});
+  int e = unary(two, OpKind::exp, x);
+  two.outputs = {e, binary(two, OpKind::mul, e, x)};
+  EXPECT_EQ(source(std::move(two)).find(streamed), std::string::npos);
+}
+
+// Every supported compiler builds the prelude and the streamed loops (clang 14 has no
+// _Float16 on x86: only f16 kernels may need a newer one).
+TEST(CompilerCodegen, GeneratedSourceBuildsWithClangToo) {
+  std::string dir = temp_dir("codegen-clang");
+  CxxCompiler cc;
+  try {
+    cc = find_compiler("clang++", dir);
+  } catch (const Error&) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "no clang++ on PATH";
+  }
+  std::deque<Graph> graphs;
+  graphs.push_back(rms_norm_graph({520, 4097}));
+  graphs.push_back(silu_mul_graph({3, 100}, DType::bf16));
+  std::vector<FusedKernel*> kernels;
+  for (Graph& g : graphs) {
+    optimize(g);
+    for (Node& n : g.nodes)
+      if (n.kind == OpKind::fused) kernels.push_back(n.attrs.kernel.get());
+  }
+  ASSERT_EQ(kernels.size(), 2u);
+  std::ofstream(dir + "/k.cpp") << generate_library(kernels);
+  BuildResult br = run_compiler(cc, {"-O2", "-march=native", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC"},
+                                dir + "/k.cpp", dir + "/k.so", dir + "/log.txt", nullptr);
+  std::string log;
+  read_file(dir + "/log.txt", log);
+  ASSERT_EQ(br.exit_code, 0) << log << "\nsource in " << dir;
+  std::string err;
+  auto lib = Library::open(dir + "/k.so", &err);
+  ASSERT_TRUE(lib) << err;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    auto f = reinterpret_cast<KernelEntry>(lib->symbol(kernels[i]->symbol));
+    ASSERT_TRUE(f) << kernels[i]->symbol;
+    check_kernel(*kernels[i], f, 5 + i);
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -12,6 +12,8 @@ void add_table_command(CLI::App& app);
 void add_query_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 void add_explore_command(CLI::App& app);
+void add_cache_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
 }  // namespace opscope::cli
 
 int main(int argc, char** argv) {
@@ -22,6 +24,8 @@ int main(int argc, char** argv) {
   add_query_command(app);
   add_profile_command(app);
   add_explore_command(app);
+  add_cache_command(app);
+  add_compile_command(app);
 
   // Subcommands run in their callbacks during parse(); their errors are opscope::Error
   // ("[flag or file] what is wrong") and end the program with status 1.

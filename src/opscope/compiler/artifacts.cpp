@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "opscope/profiler/annotate.h"
+
 namespace opscope::compiler {
 
 namespace {
@@ -10,6 +12,9 @@ std::vector<KernelArtifact> g_kernels;
 }  // namespace
 
 void register_artifact(const std::vector<KernelArtifact>& kernels) {
+  // Profiles collected from now on record the artifacts of the kernels they ran.
+  static std::once_flag hook;
+  std::call_once(hook, [] { prof::set_trace_annotator("compiler artifacts", annotate_trace_artifacts); });
   std::lock_guard<std::mutex> g(g_m);
   for (const KernelArtifact& k : kernels) {
     bool known = false;

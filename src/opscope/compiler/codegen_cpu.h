@@ -17,7 +17,7 @@
 namespace opscope::compiler {
 
 // Bumped when generated code changes meaning: it is part of every artifact's key.
-constexpr int kCodegenVersion = 1;
+constexpr int kCodegenVersion = 2;  // 2: streaming stores for large results
 
 // The function for `k` (its symbol: k.name + "_" + 8 hex digits of the source's hash,
 // which this sets in k.symbol).

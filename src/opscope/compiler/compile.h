@@ -16,9 +16,11 @@
 // (weights) are constants too. A new signature is traced again.
 //
 // A call shows in profiles as one framework op named after the function; its kernels'
-// launches link to it. Compilation is the op "compile:<name>". Knobs: CompileOptions,
+// launches link to it. Compilation is the op "compile:<name>"; profiles record each
+// fused kernel's artifact (artifacts.h). Knobs: CompileOptions,
 // OPSCOPE_COMPILE_DISABLE=dce,cse,fold,fuse (or all), OPSCOPE_COMPILE_EXPLAIN=1,
-// OPSCOPE_CACHE_DIR, CXX.
+// OPSCOPE_CACHE_DIR, CXX. From the shell: `opscope compile rmsnorm --explain` and
+// `opscope cache ls|show|clear`.
 #pragma once
 #include <concepts>
 #include <cstddef>

@@ -119,12 +119,16 @@ class Fuser {
     bool elementwise = is_elementwise(n.kind), reduction = cls == OpClass::reduction;
     if (!elementwise && !reduction) return false;
     const Value& o = out(i);
-    bool floats = is_floating(o.dtype);
-    for (int v : n.inputs) floats = floats && is_floating(val(v).dtype);
-    if (!floats) {
+    // The first dtype that is not floating, among the operands and then the result.
+    const DType* other = nullptr;
+    for (int v : n.inputs)
+      if (!other && !is_floating(val(v).dtype)) other = &val(v).dtype;
+    if (!other && !is_floating(o.dtype)) other = &o.dtype;
+    if (other) {
+      bool result = other == &o.dtype;
       warn_once(fmt::format("{}:dtype", op_name(n.kind)),
-                fmt::format("{} on {} is not fused (fused kernels compute floating dtypes); it runs as its eager op",
-                            op_name(n.kind), dtype_name(n.inputs.empty() ? o.dtype : val(n.inputs[0]).dtype)));
+                fmt::format("{} {} {} is not fused (fused kernels compute floating dtypes); it runs as its eager op",
+                            op_name(n.kind), result ? "making" : "on", dtype_name(*other)));
       return false;
     }
     if (o.shape.numel() == 0 || !o.contiguous()) return false;

@@ -9,32 +9,42 @@
 
 namespace opscope::compiler {
 
+bool disable_pass(PassOptions& opt, const std::string& name) {
+  if (name == "dce") opt.dce = false;
+  else if (name == "cse") opt.cse = false;
+  else if (name == "fold") opt.fold = false;
+  else if (name == "fuse") opt.fuse = false;
+  else if (name == "all") opt = PassOptions{false, false, false, false};
+  else return false;
+  return true;
+}
+
 PassOptions pass_options_from_env(PassOptions base) {
   const char* e = std::getenv("OPSCOPE_COMPILE_DISABLE");
   if (!e || !*e) return base;
   std::stringstream in(e);
   std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) continue;
-    if (item == "dce") base.dce = false;
-    else if (item == "cse") base.cse = false;
-    else if (item == "fold") base.fold = false;
-    else if (item == "fuse") base.fuse = false;
-    else if (item == "all") base = PassOptions{false, false, false, false};
-    else fail("compile", "OPSCOPE_COMPILE_DISABLE names an unknown pass '{}' (passes: dce, cse, fold, fuse, all)", item);
-  }
+  while (std::getline(in, item, ','))
+    if (!item.empty() && !disable_pass(base, item))
+      fail("compile", "OPSCOPE_COMPILE_DISABLE names an unknown pass '{}' (passes: {})", item, kPassNames);
   return base;
 }
 
 void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
-  if (log) *log += "-- traced --\n" + g.str();
+  std::string last = log ? g.str() : std::string();
+  if (log) *log += "-- traced --\n" + last;
   auto step = [&](const char* name, bool on, void (*pass)(Graph&)) {
     if (!on) {
       if (log) *log += fmt::format("-- {}: off --\n", name);
       return;
     }
+    if (!log) return pass(g);
     pass(g);
-    if (log) *log += fmt::format("-- after {} --\n", name) + g.str();
+    std::string after = g.str();
+    // An unchanged graph is said, not printed again: the log stays readable.
+    *log += after == last ? fmt::format("-- after {} -- (unchanged)\n", name)
+                          : fmt::format("-- after {} --\n", name) + after;
+    last = std::move(after);
   };
   step("dce", opt.dce, dce);
   step("cse", opt.cse, cse);

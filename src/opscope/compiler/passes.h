@@ -16,6 +16,10 @@ struct PassOptions {
   bool fuse = true;
 };
 
+// The names a pass can be switched off by, in pipeline order, and "all".
+inline constexpr const char* kPassNames = "dce, cse, fold, fuse, all";
+// Switches off the pass called `name` (one of kPassNames); false for an unknown name.
+bool disable_pass(PassOptions& opt, const std::string& name);
 // `base` with the passes named in OPSCOPE_COMPILE_DISABLE (comma-separated: dce, cse,
 // fold, fuse, or all) switched off. Unknown names throw "[compile] ...".
 PassOptions pass_options_from_env(PassOptions base);

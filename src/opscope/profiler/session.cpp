@@ -1,6 +1,7 @@
 #include "opscope/profiler/session.h"
 
 #include "opscope/core/error.h"
+#include "opscope/profiler/annotate.h"
 #include "opscope/profiler/collect.h"
 
 namespace opscope::prof {
@@ -81,6 +82,7 @@ void Profiler::stop_trace() {
   detail::end_window(window_);
   recording_ = false;
   trace_ = detail::collect(window_, config_);
+  annotate_trace(trace_);
   ++collected_;
 }
 
