@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The explorer's end-to-end tests in headless Chromium. Needs: a build with the explorer
 # (BUILD, default build/), node + npm, and /usr/bin/chromium (Debian's `chromium`).
-# Writes synthetic RMSNorm profiles (naive, builtin, compiled) plus a corrupt one, and
+# Profiles the RMSNorm case study (naive, builtin, compiled), adds a corrupt profile, and
 # runs e2e/run.mjs on them.
 # Screenshots: BUILD/e2e-artifacts/.
 set -euo pipefail
@@ -16,13 +16,11 @@ mkdir -p "$artifacts"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# The tests expect naive, builtin and compiled profiles; `opscope profile rmsnorm` writes
-# the first two today, so the synthetic generator makes all three (same event structure).
-dirs=()
-for impl in naive builtin compiled; do
-  "$build/tools/explorer/opscope-synth" --rmsnorm "$impl" --shape 64x4096 --out "$work/rmsnorm-$impl" >/dev/null
-  dirs+=("$work/rmsnorm-$impl")
-done
+# Real profiles of the case study: naive, built-in and compiled RMSNorm, as the README's
+# main command writes them (the compiled one builds its kernel with the system compiler).
+OPSCOPE_CACHE_DIR="$work/cache" "$build/tools/opscope" profile rmsnorm --impl all --shape 64x4096 --iters 3 \
+  --out "$work/rmsnorm" >"$artifacts/profile.txt"
+dirs=("$work/rmsnorm/naive" "$work/rmsnorm/builtin" "$work/rmsnorm/compiled")
 mkdir -p "$work/corrupt"
 printf 'not a database' >"$work/corrupt/profile.db"
 dirs+=("$work/corrupt")

@@ -12,6 +12,7 @@
 #include "opscope/profiler/config.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/session.h"
+#include "opscope/profiler/record_function.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::cli {
@@ -67,6 +68,8 @@ void run_profile(const ProfileArgs& a) {
     prof::Profiler p(c);
     p.start();
     for (int i = 0; i < a.iters; ++i) {
+      // One range per call, so the trace and the table group each call's ops.
+      prof::RecordFunction call(fmt::format("rmsnorm {}", name));
       fn(x, w, 1e-6);
       cpu().synchronize();
     }

@@ -1,6 +1,6 @@
 // The timeline view: toolbar, the canvas timeline, and the side panel (details of the
 // selected event, or statistics of the selected range).
-import { api, type EventBrief } from './api';
+import { api, type EventBrief, type EventDetails } from './api';
 import { renderDetails, renderRange } from './details';
 import { layerSwatch } from './colors';
 import { escapeHtml as h } from './format';
@@ -36,7 +36,9 @@ export async function renderTimelinePage(host: HTMLElement, req: TimelineRequest
   const tl = new Timeline(host.querySelector<HTMLElement>('.timeline-host')!, {
     profile: req.id, tracks, title: 'time',
     onSelect: (d) => {
-      if (d) renderDetails(panel, d, (e) => { tl.select(e); revealBrief(tl, d.chain, e); });
+      if (!d) return;
+      renderDetails(panel, d, (e) => { tl.select(e); revealBrief(tl, d.chain, e); });
+      revealChain(tl, d);
     },
     onRange: async (r) => { if (r) renderRange(panel, await api.range(req.id, r[0], r[1])); },
   });
@@ -73,6 +75,18 @@ function zoomToAll(tl: Timeline, events: { t0: number; t1: number }[]): void {
   let a = Infinity, b = -Infinity;
   for (const e of events) { a = Math.min(a, e.t0); b = Math.max(b, e.t1); }
   tl.zoomTo(a, b);
+}
+
+// A selected op's kernels run after it returns, often behind earlier kernels, and a
+// kernel's op ran before it: when part of the chain is off screen, widen the view to take
+// in the event, its launches, its kernels and its op (not the enclosing ranges).
+function revealChain(tl: Timeline, d: EventDetails): void {
+  const evs = [d, ...d.chain.launches, ...d.chain.kernels, ...d.chain.ops.filter((o) => o.kind === 'op')];
+  let a = Infinity, b = -Infinity;
+  for (const e of evs) { a = Math.min(a, e.t0); b = Math.max(b, e.t1); }
+  if (a >= tl.view.t0 && b <= tl.view.t1) return;
+  const pad = (b - a) * 0.15;
+  tl.zoomTo(a - pad, b + pad);
 }
 
 // Picking an event from the chain list: bring it into view if it is off screen.
