@@ -279,6 +279,40 @@ TEST(ExplorerServer, ServesApiWithLevelOfDetailOverHttp) {
   EXPECT_NE(res->body.find("<html"), std::string::npos);
 }
 
+// Answers are gzipped by the server itself, quickly, whatever else the client accepts:
+// httplib would pick Brotli at its slowest setting for any browser (0.9 s for this answer).
+TEST(ExplorerServer, CompressesWithGzipWhenAcceptedNeverBrotli) {
+  RunningServer rs({big(100000)});
+  auto c = rs.client();
+  c.set_decompress(false);  // look at the bytes as sent
+  auto plain = c.Get("/api/profiles/0/timeline?px=2000", {{"Accept-Encoding", "identity"}});
+  ASSERT_TRUE(plain);
+  ASSERT_EQ(plain->status, 200);
+  EXPECT_FALSE(plain->has_header("Content-Encoding"));
+  ASSERT_GT(plain->body.size(), 1024u);
+  json expected = json::parse(plain->body);
+  for (const char* accept : {"gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.5", "gzip"}) {
+    auto res = c.Get("/api/profiles/0/timeline?px=2000", {{"Accept-Encoding", accept}});
+    ASSERT_TRUE(res) << accept;
+    EXPECT_EQ(res->get_header_value("Content-Encoding"), "gzip") << accept;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    EXPECT_LT(res->body.size(), plain->body.size() / 2) << accept;
+    std::string unpacked;
+    httplib::detail::gzip_decompressor d;
+    ASSERT_TRUE(d.decompress(res->body.data(), res->body.size(), [&](const char* p, size_t n) {
+      unpacked.append(p, n);
+      return true;
+    }));
+    EXPECT_EQ(json::parse(unpacked), expected) << accept;
+  }
+  for (const char* accept : {"br", "gzip;q=0, br"}) {  // no gzip: sent as it is
+    auto res = c.Get("/api/profiles/0/timeline?px=2000", {{"Accept-Encoding", accept}});
+    ASSERT_TRUE(res) << accept;
+    EXPECT_FALSE(res->has_header("Content-Encoding")) << accept;
+    EXPECT_EQ(json::parse(res->body), expected) << accept;
+  }
+}
+
 TEST(ExplorerServer, RejectsTraversalOtherMethodsAndForeignHosts) {
   RunningServer rs({rmsnorm("naive")});
   auto c = rs.client();

@@ -220,6 +220,23 @@ TEST_F(Store, MalformedTraceIsNotSaved) {
   EXPECT_TRUE(entries().empty());
 }
 
+TEST_F(Store, MalformedFirstOrLastEventIsNamed) {
+  fs::create_directories(dir);
+  for (size_t bad : {size_t(0), size_t(4)}) {
+    Trace t = chain_trace();
+    t.events[bad].track = -1;
+    try {
+      save_profile_db(t, db());
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "[profile] " + db() + ": event " + std::to_string(bad) + " (" +
+                                           kind_name(t.events[bad].kind) + " '" + t.events[bad].name +
+                                           "') has track -1 but the trace has 3 tracks");
+    }
+    EXPECT_TRUE(entries().empty());
+  }
+}
+
 TEST_F(Store, ExportCreatesMissingFolders) {
   fs::path nested = dir / "a" / "b";
   export_profile(chain_trace(), nested.string());
@@ -322,6 +339,74 @@ TEST_F(Store, LostRowsAreReportedAsTruncated) {
   sql("DELETE FROM events WHERE event >= 3");
   std::string e = load_error(dir.string());
   EXPECT_EQ(e, "[profile] " + db() + ": truncated: 3 events, its meta says 5");
+}
+
+// A profile large enough that load_profile reads its events in chunks on parallel
+// connections: every kind, strings of every length, ids above 2^63, shapes and sources.
+Trace large_trace(size_t n = 100'000) {
+  Trace t = full_trace();
+  t.events.clear();
+  for (size_t i = 0; i < n; ++i) {
+    TraceEvent e;
+    e.kind = EventKind(i % 7);
+    e.t0 = int64_t(i) * 100;
+    e.t1 = e.t0 + int64_t(i % 90);
+    e.id = i % 1000 == 5 ? ~uint64_t(0) - i : uint64_t(i / 3);
+    e.parent = uint64_t(i / 7);
+    e.bytes = int64_t(i) << 20;
+    e.flops = -int64_t(i);
+    e.value = int64_t(i % 13);
+    e.name = "event_" + std::string(i % 40, 'x') + std::to_string(i);
+    e.track = int32_t(i % 3);
+    e.device = int32_t(i % 2) - 1;
+    e.stream = int32_t(i % 5) - 1;
+    if (i % 4 == 0) e.shapes = "[(" + std::to_string(i) + ", 4096) f32]";
+    if (i % 6 == 0) e.source = "examples/x.cpp:" + std::to_string(i % 1000);
+    t.events.push_back(std::move(e));
+  }
+  return t;
+}
+
+TEST_F(Store, LargeProfileRoundTripsThroughParallelReads) {
+  Trace t = large_trace();
+  export_profile(t, dir.string());
+  expect_same(t, load_profile(dir.string()));
+}
+
+TEST_F(Store, LargeProfileWithRowsRenumberedLoadsInOrder) {
+  Trace t = large_trace();
+  export_profile(t, dir.string());
+  sql("UPDATE events SET event = event + 1000000");  // same order, not 0..n-1
+  expect_same(t, load_profile(dir.string()));
+}
+
+TEST_F(Store, LargeProfileWithALostRowIsTruncated) {
+  export_profile(large_trace(), dir.string());
+  sql("DELETE FROM events WHERE event = 70000");
+  EXPECT_EQ(load_error(dir.string()), "[profile] " + db() + ": truncated: 99999 events, its meta says 100000");
+}
+
+TEST_F(Store, LargeProfileNamesItsFirstBadEvent) {
+  export_profile(large_trace(), dir.string());
+  sql("UPDATE events SET kind = 'bogus' WHERE event = 90000");
+  EXPECT_EQ(load_error(dir.string()), "[profile] " + db() + ": event 90000 has an unknown kind 'bogus'");
+  sql("UPDATE events SET track = 9 WHERE event = 20000");  // earlier: reported first
+  EXPECT_EQ(load_error(dir.string()),
+            "[profile] " + db() + ": corrupt: event 20000 has track 9 but there are 3 tracks");
+}
+
+TEST_F(Store, LargeCorruptDatabaseIsNamed) {
+  export_profile(large_trace(), dir.string());
+  {  // junk over the middle third of the file: table pages of every reader's chunk
+    std::fstream f(db(), std::ios::in | std::ios::out | std::ios::binary);
+    auto size = fs::file_size(db());
+    f.seekp(std::streamoff(size / 3));
+    std::string junk(size / 3, '\xA5');
+    f.write(junk.data(), std::streamsize(junk.size()));
+  }
+  std::string e = load_error(dir.string());
+  EXPECT_EQ(e.rfind("[profile] " + db() + ": ", 0), 0u) << e;
+  EXPECT_NE(e.find("corrupt"), std::string::npos) << e;
 }
 
 TEST_F(Store, ProfileDbIsReadOnly) {

@@ -6,53 +6,67 @@ namespace opscope::explorer {
 
 using prof::EventKind;
 
-namespace {
-const std::vector<uint32_t> kNone;
-
-const std::vector<uint32_t>& find_list(const std::unordered_map<uint64_t, std::vector<uint32_t>>& m,
-                                       uint64_t key) {
-  auto it = m.find(key);
-  return it == m.end() ? kNone : it->second;
+void CorrelationIndex::Links::sort() {
+  bool sorted = true;
+  for (size_t i = 1; i < keys.size() && sorted; ++i) sorted = keys[i - 1] <= keys[i];
+  if (sorted) return;  // events were added in order: (key, event) is sorted too
+  std::vector<uint32_t> order(keys.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  std::vector<uint64_t> k(keys.size());
+  std::vector<uint32_t> e(events.size());
+  for (size_t i = 0; i < order.size(); ++i) k[i] = keys[order[i]], e[i] = events[order[i]];
+  keys = std::move(k);
+  events = std::move(e);
 }
-}  // namespace
+
+std::span<const uint32_t> CorrelationIndex::Links::find(uint64_t key) const {
+  auto [lo, hi] = std::equal_range(keys.begin(), keys.end(), key);
+  return {events.data() + (lo - keys.begin()), size_t(hi - lo)};
+}
 
 CorrelationIndex::CorrelationIndex(const prof::Trace& trace) : trace_(trace) {
   const auto& ev = trace.events;
+  // Room for every event: the part not filled is never touched, so costs no memory,
+  // and the lists never move while they grow.
+  for (Links* l : {&op_, &launch_, &children_, &launches_of_, &kernels_of_}) {
+    l->keys.reserve(ev.size());
+    l->events.reserve(ev.size());
+  }
   for (uint32_t i = 0; i < ev.size(); ++i) {
     const auto& e = ev[i];
     switch (e.kind) {
       case EventKind::op:
       case EventKind::range:
-        op_.emplace(e.id, i);
-        if (e.parent) children_[e.parent].push_back(i);
+        op_.add(e.id, i);
+        if (e.parent) children_.add(e.parent, i);
         break;
       case EventKind::launch:
-        launch_.emplace(e.id, i);
-        if (e.parent) launches_of_[e.parent].push_back(i);
+        launch_.add(e.id, i);
+        if (e.parent) launches_of_.add(e.parent, i);
         break;
-      case EventKind::kernel: kernels_of_[e.id].push_back(i); break;
+      case EventKind::kernel: kernels_of_.add(e.id, i); break;
       default: break;
     }
   }
+  for (Links* l : {&op_, &launch_, &children_, &launches_of_, &kernels_of_}) l->sort();
 }
 
 int64_t CorrelationIndex::op_by_id(uint64_t id) const {
-  auto it = op_.find(id);
-  return it == op_.end() ? -1 : int64_t(it->second);
+  auto found = op_.find(id);
+  return found.empty() ? -1 : int64_t(found.front());
 }
 int64_t CorrelationIndex::launch_by_id(uint64_t id) const {
-  auto it = launch_.find(id);
-  return it == launch_.end() ? -1 : int64_t(it->second);
+  auto found = launch_.find(id);
+  return found.empty() ? -1 : int64_t(found.front());
 }
-const std::vector<uint32_t>& CorrelationIndex::launches_of_op(uint64_t id) const {
-  return find_list(launches_of_, id);
+std::span<const uint32_t> CorrelationIndex::launches_of_op(uint64_t id) const {
+  return launches_of_.find(id);
 }
-const std::vector<uint32_t>& CorrelationIndex::kernels_of_launch(uint64_t id) const {
-  return find_list(kernels_of_, id);
+std::span<const uint32_t> CorrelationIndex::kernels_of_launch(uint64_t id) const {
+  return kernels_of_.find(id);
 }
-const std::vector<uint32_t>& CorrelationIndex::child_ops(uint64_t id) const {
-  return find_list(children_, id);
-}
+std::span<const uint32_t> CorrelationIndex::child_ops(uint64_t id) const { return children_.find(id); }
 
 int64_t CorrelationIndex::launch_device_ns(uint32_t launch) const {
   const auto& ks = kernels_of_launch(trace_.events[launch].id);

@@ -1,6 +1,8 @@
 #include "opscope/explorer/profile.h"
 
+#include <exception>
 #include <filesystem>
+#include <thread>
 
 #include "opscope/profiler/store.h"
 
@@ -8,8 +10,28 @@ namespace opscope::explorer {
 
 Profile::Profile(std::string label, std::string source, prof::Trace trace)
     : label_(std::move(label)), source_(std::move(source)), trace_(std::move(trace)) {
-  timeline_ = std::make_unique<TimelineIndex>(trace_);
-  corr_ = std::make_unique<CorrelationIndex>(trace_);
+  // The two indexes only read the trace: built side by side when it is large.
+  if (trace_.events.size() < (size_t(1) << 16)) {
+    timeline_ = std::make_unique<TimelineIndex>(trace_);
+    corr_ = std::make_unique<CorrelationIndex>(trace_);
+    return;
+  }
+  std::exception_ptr error;
+  std::thread side([&] {
+    try {
+      corr_ = std::make_unique<CorrelationIndex>(trace_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  try {
+    timeline_ = std::make_unique<TimelineIndex>(trace_);
+  } catch (...) {
+    side.join();
+    throw;
+  }
+  side.join();
+  if (error) std::rethrow_exception(error);
 }
 
 std::shared_ptr<Profile> Profile::failed(std::string label, std::string source, std::string error) {

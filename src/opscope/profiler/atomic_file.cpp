@@ -40,7 +40,7 @@ bool fsync_path(const std::string& path, int flags) {
 AtomicPath::AtomicPath(std::string path) : path_(std::move(path)), temp_(make_temp_name(path_)) {}
 
 AtomicPath::AtomicPath(AtomicPath&& o) noexcept
-    : path_(std::move(o.path_)), temp_(std::move(o.temp_)), done_(o.done_) {
+    : path_(std::move(o.path_)), temp_(std::move(o.temp_)), done_(o.done_), synced_(o.synced_) {
   o.done_ = true;
 }
 
@@ -52,13 +52,18 @@ void AtomicPath::discard() noexcept {
   ::unlink(temp_.c_str());
 }
 
-void AtomicPath::commit(std::string_view where) {
+void AtomicPath::sync(std::string_view where) {
   if (done_) fail(where, "{}: already committed or discarded", path_);
   if (!fsync_path(temp_, O_RDONLY)) {
     int err = errno;
     discard();
     fail(where, "{}: cannot sync the temp file ({})", path_, std::strerror(err));
   }
+  synced_ = true;
+}
+
+void AtomicPath::commit(std::string_view where) {
+  if (!synced_) sync(where);
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     int err = errno;
     discard();

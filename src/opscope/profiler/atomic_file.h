@@ -24,12 +24,16 @@ class AtomicPath {
   // fsyncs the temp file, renames it onto path() and fsyncs the folder.
   // Throws Error "[where] <path>: ..." on failure (the temp file is then removed).
   void commit(std::string_view where = "file");
+  // fsyncs the temp file now, once it is complete, so that commit() only renames: lets
+  // one file reach the disk while another is still being written. Errors as commit().
+  void sync(std::string_view where = "file");
   // Removes the temp file now (idempotent).
   void discard() noexcept;
 
  private:
   std::string path_, temp_;
   bool done_ = false;
+  bool synced_ = false;
 };
 
 // A temp file opened for writing with a large stdio buffer; commit() flushes, closes

@@ -15,11 +15,17 @@
 
 #include "opscope/profiler/trace.h"
 
+namespace opscope {
+class StreamFile;
+}
+
 namespace opscope::prof {
 
 // Streams `trace` as Chrome trace JSON to `out`. Throws Error on a malformed trace
 // (an event's track out of range) or a failed write.
 void write_chrome_trace(const Trace& trace, std::FILE* out);
+// The same into a StreamFile (the fast path of save_chrome_trace and export_profile).
+void write_chrome_trace(const Trace& trace, StreamFile& out);
 // The same document as a string (tests, small traces).
 std::string chrome_trace_json(const Trace& trace);
 // Writes the document to `path` atomically (temp file + rename).

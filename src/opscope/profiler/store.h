@@ -29,7 +29,8 @@ void save_profile_db(const Trace& trace, const std::string& db_path);
 Trace load_profile(const std::string& path);
 
 // A saved profile's database, checked as load_profile does and opened read-only
-// (writes fail), for `opscope query` and other readers of the SQL tables.
+// (writes fail), for `opscope query` and other readers of the SQL tables. The connection
+// is for one thread at a time (opened without SQLite's per-call locking).
 class ProfileDb {
  public:
   explicit ProfileDb(const std::string& path);  // folder or db file
