@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
 #include "opscope/profiler/store.h"
 
 namespace {
@@ -21,38 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string opscope_binary() {
-  char self[PATH_MAX] = {};
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  return (fs::path(std::string(self, size_t(n))).parent_path().parent_path() / "tools" / "opscope").string();
-}
+using opscope::testutil::CliResult;
+using opscope::testutil::opscope_binary;
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct CliResult {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-CliResult run(const std::vector<std::string>& args) {
-  std::string cmd = shell_quote(opscope_binary());
-  for (const std::string& a : args) cmd += ' ' + shell_quote(a);
-  cmd += " 2>&1";
-  CliResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t got;
-  while ((got = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), got);
-  int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);  // a crash shows as >= 128
-  return r;
-}
+CliResult run(const std::vector<std::string>& args) { return opscope::testutil::run_opscope(args); }
 
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
