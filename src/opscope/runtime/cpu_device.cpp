@@ -101,12 +101,10 @@ void CpuDevice::notify_work() {
   // while the scheduler polls: that cache line would bounce at every launch.
   // Where the submitting thread runs, published only when it changes (a store per
   // launch would bounce a line between the host and the scheduler).
-  thread_local int t_cpu[kMaxDevices];
-  thread_local bool t_init = false;
-  if (!t_init) std::fill(std::begin(t_cpu), std::end(t_cpu), -1), t_init = true;
+  thread_local int t_cpu_plus1[kMaxDevices];  // 0: not seen yet
   int c = sched_getcpu();
-  if (c != t_cpu[index()]) {
-    t_cpu[index()] = c;
+  if (c + 1 != t_cpu_plus1[index()]) {
+    t_cpu_plus1[index()] = c + 1;
     submit_cpu_.store(c, std::memory_order_relaxed);
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -177,7 +175,6 @@ void CpuDevice::move_off_host_cpu() {
     cpu_of_core_[k].store(cpu_of_core_[0].load());
     cpu_of_core_[0].store(other);
     pin_to_cpu(other);
-    if (getenv("DBGPIN")) fprintf(stderr, "move: host %d, scheduler -> %d\n", host, other);
     pin_gen_.fetch_add(1, std::memory_order_release);
     return;
   }
