@@ -266,3 +266,69 @@ TEST(KeyAverages, EmptyTrace) {
   EXPECT_TRUE(ka.rows().empty());
   EXPECT_NE(ka.table().find("Self CPU time total: 0.000us"), std::string::npos);
 }
+
+// kA (launch 10) has a launch event with the whole launch's bytes and flops and two
+// slices that each carry half: the launch's figures win. kB (launch 11) has no launch
+// event: its slice's bytes count. Ops and ranges sum the launches beneath them.
+TEST(KeyAverages, BytesFlopsRatesAndRoofline) {
+  Trace t = nested_trace();
+  TraceEvent l;
+  l.kind = EventKind::launch;
+  l.name = "kA";
+  l.id = 10;
+  l.parent = 2;
+  l.bytes = 4000;
+  l.flops = 1000;
+  t.events.push_back(l);
+  for (TraceEvent& e : t.events)
+    if (e.kind == EventKind::kernel) {
+      if (e.id == 10) e.bytes = 1500, e.flops = 100;  // slices undercount: ignored
+      if (e.id == 11) e.bytes = 200, e.flops = 0;
+    }
+  KeyAverages ka = key_averages(t);
+  EXPECT_EQ(row(ka, "kA").bytes, 4000);  // launch 10 only; launch 12 has no bytes
+  EXPECT_EQ(row(ka, "kA").flops, 1000);
+  EXPECT_EQ(row(ka, "kB").bytes, 200);
+  EXPECT_EQ(row(ka, "B").bytes, 200);
+  EXPECT_EQ(row(ka, "A").bytes, 4200);  // its own launch and B's beneath it
+  EXPECT_EQ(row(ka, "step").bytes, 4200);
+  EXPECT_EQ(row(ka, "C").bytes, 0);
+  EXPECT_DOUBLE_EQ(row(ka, "B").gbps(), 2.0);  // 200 bytes in 100 ns
+  EXPECT_DOUBLE_EQ(row(ka, "A").gflops(), 1000.0 / 900.0);
+  EXPECT_FALSE(ka.roofline().known());
+  std::string table = ka.table();
+  EXPECT_NE(table.find("GB/s"), std::string::npos);
+  EXPECT_NE(table.find("GFLOP/s"), std::string::npos);
+  EXPECT_EQ(table.find("% Roofline"), std::string::npos) << "no peaks in the config";
+
+  // With the device's peaks in the config: B moved 2 GB/s of a 4 GB/s roof → 50%.
+  t.config_json = R"({"correlate_device_time": true, "device_peaks": {"copy_gbps": 4.0, "matmul_gflops": 10.0}})";
+  KeyAverages kb = key_averages(t);
+  ASSERT_TRUE(kb.roofline().known());
+  EXPECT_DOUBLE_EQ(kb.roofline().ridge(), 2.5);
+  EXPECT_STREQ(kb.roofline().bound(0.25), "memory");
+  EXPECT_STREQ(kb.roofline().bound(4.0), "compute");
+  EXPECT_DOUBLE_EQ(kb.roofline().attainable_gflops(1.0), 4.0);
+  EXPECT_DOUBLE_EQ(kb.roofline().attainable_gflops(10.0), 10.0);
+  std::string rt = kb.table("", 0);
+  EXPECT_NE(rt.find("% Roofline"), std::string::npos);
+  auto ls = lines(rt);
+  bool found = false;
+  for (auto& line : ls)
+    if (line.rfind("B ", 0) == 0) {
+      found = true;
+      EXPECT_NE(line.find("50.0%"), std::string::npos) << line;
+    }
+  EXPECT_TRUE(found) << rt;
+  auto j = nlohmann::json::parse(kb.to_json());
+  EXPECT_DOUBLE_EQ(j["roofline"]["peak_gbps"].get<double>(), 4.0);
+  for (auto& r : j["rows"])
+    if (r["name"] == "B") EXPECT_DOUBLE_EQ(r["roofline_pct"].get<double>(), 50.0);
+  EXPECT_NE(kb.to_csv().find(",bytes,flops,gbps,gflops\n"), std::string::npos);
+
+  // A bare peak_gbps (older profiles) gives the memory roof only; junk gives none.
+  EXPECT_DOUBLE_EQ(roofline_from_config(R"({"peak_gbps": 7.5})").peak_gbps, 7.5);
+  EXPECT_FALSE(roofline_from_config(R"({"peak_gbps": 7.5})").known());
+  EXPECT_FALSE(roofline_from_config("not json").known());
+  EXPECT_FALSE(roofline_from_config(R"({"device_peaks": {"copy_gbps": "fast"}})").known());
+}

@@ -31,6 +31,30 @@ int64_t union_ns(std::vector<std::pair<int64_t, int64_t>>& iv) {
 
 double gbps(int64_t bytes, int64_t ns) { return ns > 0 ? double(bytes) / double(ns) : 0.0; }
 
+// Framework ops placed under the device's roofline: arithmetic intensity (flops per
+// byte of their launches) against achieved GFLOP/s. Ops whose launches do no flops
+// (copies, concat) have no place on a log scale and are only counted.
+json roofline_points(const Profile& p) {
+  const prof::KeyAverages& ka = p.key_averages();
+  const prof::Roofline& roof = ka.roofline();
+  json points = json::array();
+  int64_t data_only = 0;
+  for (const prof::KeyAverage& r : ka.rows()) {
+    if (r.kind != EventKind::op || r.device_total_ns <= 0 || r.bytes <= 0) continue;
+    if (r.flops <= 0) {
+      ++data_only;
+      continue;
+    }
+    double ai = double(r.flops) / double(r.bytes);
+    points.push_back({{"name", r.name}, {"calls", r.count}, {"device_ns", r.device_total_ns},
+                      {"bytes", r.bytes}, {"flops", r.flops}, {"ai", ai}, {"gflops", r.gflops()},
+                      {"gbps", r.gbps()}, {"bound", roof.known() ? roof.bound(ai) : ""},
+                      {"fraction", roof.known() ? roof.fraction(r.gbps(), r.gflops()) : 0.0}});
+  }
+  return {{"peak_gbps", roof.peak_gbps}, {"peak_gflops", roof.peak_gflops}, {"ridge", roof.ridge()},
+          {"known", roof.known()}, {"points", std::move(points)}, {"data_only_ops", data_only}};
+}
+
 }  // namespace
 
 double stated_peak_gbps(const prof::Trace& trace) {
@@ -130,6 +154,7 @@ json summarize(const Profile& p) {
                    {"device_total_ns", r.device_total_ns}});
   }
   s["top_ops"] = std::move(top);
+  s["roofline"] = roofline_points(p);
   s["recommendations"] = recommend(p, peak);
   s["dropped"] = trace.dropped;
   return s;

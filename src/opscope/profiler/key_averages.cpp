@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -94,6 +95,8 @@ bool correlate_device_time(const Trace& t) {
 struct Span {
   int64_t t0, t1;
   uint64_t op;
+  uint64_t id;
+  int64_t bytes, flops;  // summed over the traced slices
 };
 
 using Field = double (*)(const KeyAverage&);
@@ -127,16 +130,6 @@ std::string format_time(double ns, std::string_view unit) {
 
 double pct(int64_t part, int64_t total) { return total ? 100.0 * double(part) / double(total) : 0.0; }
 
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else out += c;
-  }
-  return out;
-}
 
 std::string fit(std::string s, size_t width) {
   if (s.size() > width) s = s.substr(0, width > 3 ? width - 3 : 0) + "...";
@@ -152,12 +145,24 @@ std::string csv_field(std::string_view s) {
 
 }  // namespace
 
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out;
+}
+
 KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int group_by_stack_n) {
   const auto& ev = trace.events;
   bool correlate = correlate_device_time(trace);
   KeyAverages out;
   out.by_shape_ = group_by_input_shape;
   out.by_stack_ = group_by_stack_n > 0;
+  out.roofline_ = roofline_from_config(trace.config_json);
 
   // Rows, created in order of first appearance.
   std::unordered_map<RowKey, int32_t, RowKeyHash> row_of;
@@ -184,6 +189,10 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
   std::vector<Span> spans;
   std::vector<int32_t> span_row;
   IdMap launches(1024);
+  // A launch event carries the whole launch's bytes and flops; its slices only their
+  // share on the traced cores, so the launch's figures win where both are recorded.
+  IdMap launch_event(1024);
+  std::vector<std::pair<int64_t, int64_t>> launch_cost;
   std::vector<uint64_t> fw_ids;
   // Reserved for the worst case: only the pages used are ever touched.
   fw.reserve(ev.size());
@@ -199,14 +208,23 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
     } else if (e.kind == EventKind::kernel) {
       int32_t s = e.id ? launches.find_or_put(e.id, int32_t(spans.size())) : int32_t(spans.size());
       if (s == int32_t(spans.size())) {
-        spans.push_back({e.t0, e.t1, e.parent});
+        spans.push_back({e.t0, e.t1, e.parent, e.id, e.bytes, e.flops});
         span_row.push_back(row({EventKind::kernel, e.name, {}, {}}));
       } else {
         Span& sp = spans[size_t(s)];
         sp.t0 = std::min(sp.t0, e.t0);
         sp.t1 = std::max(sp.t1, e.t1);
+        sp.bytes += e.bytes;
+        sp.flops += e.flops;
       }
+    } else if (e.kind == EventKind::launch && e.id) {
+      if (launch_event.find_or_put(e.id, int32_t(launch_cost.size())) == int32_t(launch_cost.size()))
+        launch_cost.emplace_back(e.bytes, e.flops);
     }
+  }
+  for (Span& sp : spans) {
+    int32_t l = sp.id ? launch_event.get(sp.id) : -1;
+    if (l >= 0) std::tie(sp.bytes, sp.flops) = launch_cost[size_t(l)];
   }
   size_t n = fw.size();
   IdMap ids(n);
@@ -215,7 +233,7 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
 
   // CPU: self = total minus the direct children's totals.
   std::vector<int32_t> parent(n, -1);
-  std::vector<int64_t> child_cpu(n, 0), self_dev(n, 0), dev_total(n, 0);
+  std::vector<int64_t> child_cpu(n, 0), self_dev(n, 0), dev_total(n, 0), bytes(n, 0), flops(n, 0);
   for (size_t j = 0; j < n; ++j) {
     int32_t p = ids.get(fw[j].parent);
     if (p == int32_t(j)) p = -1;
@@ -229,6 +247,8 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
     KeyAverage& kr = out.rows_[size_t(span_row[s])];
     kr.count++;
     kr.device_total_ns += d;
+    kr.bytes += spans[s].bytes;
+    kr.flops += spans[s].flops;
     int32_t owner = correlate ? ids.get(spans[s].op) : -1;
     if (owner < 0) {
       kr.self_device_ns += d;
@@ -236,7 +256,11 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
     }
     self_dev[size_t(owner)] += d;
     // The bound guards against a parent cycle in a corrupt trace.
-    for (int32_t a = owner, steps = 0; a >= 0 && steps < 4096; a = parent[size_t(a)], ++steps) dev_total[size_t(a)] += d;
+    for (int32_t a = owner, steps = 0; a >= 0 && steps < 4096; a = parent[size_t(a)], ++steps) {
+      dev_total[size_t(a)] += d;
+      bytes[size_t(a)] += spans[s].bytes;
+      flops[size_t(a)] += spans[s].flops;
+    }
   }
   for (size_t j = 0; j < n; ++j) {
     KeyAverage& r = out.rows_[size_t(fw[j].row)];
@@ -246,6 +270,8 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
     r.self_cpu_ns += std::max<int64_t>(0, total - child_cpu[j]);
     r.self_device_ns += self_dev[j];
     r.device_total_ns += dev_total[j];
+    r.bytes += bytes[j];
+    r.flops += flops[j];
   }
   for (const KeyAverage& r : out.rows_) {
     out.self_cpu_total_ += r.self_cpu_ns;
@@ -281,6 +307,13 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
   std::vector<std::string> heads = {"Name",        "Self CPU %",    "Self CPU",     "CPU total %",
                                     "CPU total",   "CPU time avg",  "Self Device",  "Self Device %",
                                     "Device total", "Device time avg", "# of Calls"};
+  bool rates = std::any_of(rows_.begin(), rows_.end(), [](const KeyAverage& r) { return r.bytes > 0 || r.flops > 0; });
+  bool roof = rates && roofline_.known();
+  if (rates) {
+    heads.push_back("GB/s");
+    heads.push_back("GFLOP/s");
+  }
+  if (roof) heads.push_back("% Roofline");
   size_t nfixed = heads.size();
   if (by_shape_) heads.push_back("Input Shapes");
   if (by_stack_) heads.push_back("Source Location");
@@ -299,6 +332,13 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
         format_time(double(r.device_total_ns), time_unit),
         format_time(r.device_avg_ns(), time_unit),
         fmt::format("{}", r.count)};
+    // Rates only where the row has device time of its own launches to divide by.
+    bool has = r.device_total_ns > 0 && (r.bytes > 0 || r.flops > 0);
+    if (rates) {
+      c.push_back(has ? fmt::format("{:.2f}", r.gbps()) : "");
+      c.push_back(has ? fmt::format("{:.2f}", r.gflops()) : "");
+    }
+    if (roof) c.push_back(has ? fmt::format("{:.1f}%", 100 * roofline_.fraction(r.gbps(), r.gflops())) : "");
     if (by_shape_) c.push_back(printable(r.input_shapes));
     if (by_stack_) c.push_back(printable(r.source));
     cells.push_back(std::move(c));
@@ -360,21 +400,28 @@ std::string KeyAverages::to_json(std::string_view sort_by) const {
                          {"self_device_ns", r.self_device_ns},
                          {"self_device_pct", pct(r.self_device_ns, self_device_total_)},
                          {"device_total_ns", r.device_total_ns},
-                         {"device_avg_ns", r.device_avg_ns()}});
+                         {"device_avg_ns", r.device_avg_ns()},
+                         {"bytes", r.bytes},
+                         {"flops", r.flops},
+                         {"gbps", r.gbps()},
+                         {"gflops", r.gflops()},
+                         {"roofline_pct", roofline_.known() ? 100 * roofline_.fraction(r.gbps(), r.gflops()) : 0.0}});
   }
+  if (roofline_.known())
+    j["roofline"] = {{"peak_gbps", roofline_.peak_gbps}, {"peak_gflops", roofline_.peak_gflops}};
   return j.dump(2);
 }
 
 std::string KeyAverages::to_csv(std::string_view sort_by) const {
   std::string out =
       "name,kind,input_shapes,source,count,self_cpu_ns,self_cpu_pct,cpu_total_ns,cpu_total_pct,cpu_avg_ns,"
-      "self_device_ns,self_device_pct,device_total_ns,device_avg_ns\n";
+      "self_device_ns,self_device_pct,device_total_ns,device_avg_ns,bytes,flops,gbps,gflops\n";
   for (const KeyAverage& r : sorted(sort_by))
-    out += fmt::format("{},{},{},{},{},{},{:.4f},{},{:.4f},{:.1f},{},{:.4f},{},{:.1f}\n", csv_field(r.name),
+    out += fmt::format("{},{},{},{},{},{},{:.4f},{},{:.4f},{:.1f},{},{:.4f},{},{:.1f},{},{},{:.3f},{:.3f}\n", csv_field(r.name),
                        kind_name(r.kind), csv_field(r.input_shapes), csv_field(r.source), r.count, r.self_cpu_ns,
                        pct(r.self_cpu_ns, self_cpu_total_), r.cpu_total_ns, pct(r.cpu_total_ns, self_cpu_total_),
                        r.cpu_avg_ns(), r.self_device_ns, pct(r.self_device_ns, self_device_total_),
-                       r.device_total_ns, r.device_avg_ns());
+                       r.device_total_ns, r.device_avg_ns(), r.bytes, r.flops, r.gbps(), r.gflops());
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "opscope/profiler/roofline.h"
 #include "opscope/profiler/trace.h"
 
 namespace opscope::prof {
@@ -37,9 +38,16 @@ struct KeyAverage {
   int64_t cpu_total_ns = 0;
   int64_t self_device_ns = 0;
   int64_t device_total_ns = 0;
+  // Bytes moved and floating-point operations of the launches counted in device_total_ns
+  // (from the kernels' shapes), for achieved GB/s and GFLOP/s.
+  int64_t bytes = 0;
+  int64_t flops = 0;
 
   double cpu_avg_ns() const { return count ? double(cpu_total_ns) / double(count) : 0; }
   double device_avg_ns() const { return count ? double(device_total_ns) / double(count) : 0; }
+  // Achieved rates over the device time (0 without device time).
+  double gbps() const { return device_total_ns > 0 ? double(bytes) / double(device_total_ns) : 0; }
+  double gflops() const { return device_total_ns > 0 ? double(flops) / double(device_total_ns) : 0; }
 };
 
 class KeyAverages {
@@ -49,13 +57,17 @@ class KeyAverages {
   int64_t self_cpu_time_total_ns() const { return self_cpu_total_; }
   int64_t self_device_time_total_ns() const { return self_device_total_; }
   int64_t dropped() const { return dropped_; }
+  // The device's peaks, when the profile carries them (roofline.h).
+  const Roofline& roofline() const { return roofline_; }
 
   // Rows ordered by `sort_by` (descending; "" keeps first appearance). Keys as torch:
   // self_cpu_time_total, cpu_time_total, cpu_time (avg), self_device_time_total,
   // device_time_total, device_time (avg), count; the cuda_* spellings are aliases.
   // Throws "[sort_by] unknown key 'x' (expected one of ...)".
   std::vector<KeyAverage> sorted(std::string_view sort_by) const;
-  // torch.profiler's table. row_limit <= 0: all rows. time_unit: "s", "ms", "us", "ns",
+  // torch.profiler's table. When the launches carry bytes/flops it gains achieved GB/s
+  // and GFLOP/s over Device total, and with known peaks "% Roofline" (roofline.h).
+  // row_limit <= 0: all rows. time_unit: "s", "ms", "us", "ns",
   // or "" / "auto" (each value in its own unit); else throws "[time_unit] ...".
   std::string table(std::string_view sort_by = "", int64_t row_limit = 100, std::string_view time_unit = "") const;
   std::string to_json(std::string_view sort_by = "") const;
@@ -68,6 +80,7 @@ class KeyAverages {
   int64_t self_device_total_ = 0;
   int64_t dropped_ = 0;
   std::vector<std::pair<std::string, int64_t>> dropped_per_track_;
+  Roofline roofline_;
   bool by_shape_ = false;
   bool by_stack_ = false;
 };
@@ -75,6 +88,9 @@ class KeyAverages {
 // group_by_input_shape: ops with other input shapes get their own rows (needs
 // record_shapes). group_by_stack_n > 0: rows per call site too (needs with_stack; the
 // recorder keeps one frame, the op's caller, so any n >= 1 groups by that frame).
+// `s` on one table line: newlines and tabs written as \n, \r, \t.
+std::string printable(std::string_view s);
+
 KeyAverages key_averages(const Trace& trace, bool group_by_input_shape = false, int group_by_stack_n = 0);
 
 }  // namespace opscope::prof
