@@ -7,6 +7,7 @@
 #include <string>
 
 #include "opscope/core/error.h"
+#include "check_flag.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/store.h"
 
@@ -21,19 +22,6 @@ struct TableArgs {
   int group_by_stack = 0;
   std::string time_unit;
 };
-
-// Runs `check`; an Error "[param] what" from it becomes "[--flag] what", so the
-// message names the flag the user typed.
-template <class F>
-void check_flag(const char* flag, F&& check) {
-  try {
-    check();
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    size_t close = msg.rfind('[', 0) == 0 ? msg.find("] ") : std::string::npos;
-    throw Error(std::string("[") + flag + "] " + (close == std::string::npos ? msg : msg.substr(close + 2)));
-  }
-}
 
 }  // namespace
 

@@ -205,6 +205,18 @@ await check('summary shows recommendations with evidence', async () => {
   await shot('06-summary');
 });
 
+await check('summary plots the ops under the measured roofline', async () => {
+  // `opscope profile` measured the device's peaks and stored them in the profile.
+  await page.goto(`${url}#/p/${ids.naive}/summary`);
+  await page.waitForSelector('[data-testid=roofline]');
+  assert(await page.locator('[data-testid=roof]').count() === 1, 'no roof drawn: the profile lacks device peaks');
+  const ops = await page.locator('[data-testid=roofline] circle').evaluateAll((cs) => cs.map((c) => c.dataset.op));
+  for (const op of ['mul', 'mean', 'rsqrt']) assert(ops.includes(op), `roofline points: ${ops.join(', ')}`);
+  const tip = await page.locator('[data-testid=roofline] circle[data-op=mul] title').textContent();
+  assert(/GFLOP\/s/.test(tip) && /of the memory roof/.test(tip), `tooltip: ${tip}`);
+  await shot('06b-roofline');
+});
+
 await check('operator table sorts, filters and selects events', async () => {
   await page.goto(`${url}#/p/${ids.naive}/ops`);
   await page.waitForSelector('[data-testid=ops-table] tbody tr');
@@ -226,6 +238,41 @@ await check('compare view: delta table and both timelines', async () => {
   const rows = await page.$$eval('[data-testid=delta-table] tbody tr', (trs) => trs.length);
   assert(rows >= 7, `delta rows: ${rows}`);
   await shot('08-compare');
+});
+
+await check('compare view: ops added and removed, bytes, the total change', async () => {
+  // naive (six ops) against builtin (one rms_norm op): the numbers of `opscope diff`.
+  await page.goto(`${url}#/compare/${ids.naive}/${ids.builtin}`);
+  await page.waitForSelector('[data-testid=delta-table] tbody tr');
+  await timelineReady(2);
+  const cmp = await page.evaluate(async ([a, b]) => (await fetch(`/api/compare?a=${a}&b=${b}`)).json(), [ids.naive, ids.builtin]);
+  const listed = (id) => page.$$eval(`[data-testid=${id}] li b`, (bs) => bs.map((b) => b.textContent));
+  const added = await listed('added-ops'), removed = await listed('removed-ops');
+  assert(added.includes('rms_norm') && !added.includes('mean'), `added: ${added}`);
+  assert(removed.includes('mean') && removed.includes('rsqrt') && !removed.includes('rms_norm'), `removed: ${removed}`);
+  const heads = [await page.textContent('[data-testid=added-ops] h3'), await page.textContent('[data-testid=removed-ops] h3')];
+  assert(heads[0].endsWith(`(${cmp.counts.added})`) && heads[1].endsWith(`(${cmp.counts.removed})`),
+    `counts ${JSON.stringify(cmp.counts)} vs ${heads}`);
+  const counts = await page.textContent('[data-testid=op-changes] strong');
+  assert(counts === `+${cmp.counts.added} / −${cmp.counts.removed}`, `rows added / removed: ${counts}`);
+  // The total change has the sign of the diff's, and the bytes moved are shown.
+  const change = await page.textContent('[data-testid=total-change] strong');
+  const d = cmp.delta.self_device_total_ns;
+  assert(d < 0 ? change.startsWith('−') : d > 0 ? change.startsWith('+') : change === '0', `total change ${change} for ${d} ns`);
+  const bytes = await page.textContent('[data-testid=bytes-change]');
+  assert(/\d+(\.\d+)? (B|KiB|MiB)/.test(bytes) && cmp.b.bytes > 0, `bytes: ${bytes}`);
+  assert(cmp.warnings.length === 0 && (await page.$('[data-testid=compare-warnings]')) === null,
+    `warnings for two profiles of one run: ${JSON.stringify(cmp.warnings)}`);
+  // The table has the status and bytes columns; filtering by "added" leaves the added rows.
+  const columns = await page.$$eval('[data-testid=delta-table] th', (ths) => ths.map((t) => t.textContent));
+  assert(columns.some((x) => x.startsWith('Status')) && columns.some((x) => x.startsWith('Bytes A')), `columns: ${columns}`);
+  await page.fill('input.filter', 'added');
+  const statuses = await page.$$eval('[data-testid=delta-table] tbody tr td:nth-child(3)', (tds) => tds.map((t) => t.textContent));
+  assert(statuses.length === cmp.counts.added && statuses.every((x) => x === 'added'), `statuses: ${statuses}`);
+  const row = cmp.rows.find((r) => r.name === 'rms_norm' && r.kind === 'op');
+  assert(row && row.status === 'added' && row.b_bytes > 0 && row.a_bytes === 0, `rms_norm row: ${JSON.stringify(row)}`);
+  await page.fill('input.filter', '');
+  await shot('08b-compare-added-removed');
 });
 
 await check('search finds events by name', async () => {

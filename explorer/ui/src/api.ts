@@ -1,5 +1,6 @@
 // The explorer's JSON API (src/opscope/explorer/api.h), typed. Times are ns from the
 // profile's t = 0.
+import type { RooflineData } from './roofline';
 
 export type Layer = 'framework' | 'runtime' | 'device';
 
@@ -43,6 +44,7 @@ export interface Summary {
   peak_gbps: number; peak_source: string;
   top_ops: { name: string; kind: string; calls: number; self_cpu_ns: number; self_device_ns: number; device_total_ns: number }[];
   recommendations: Recommendation[]; dropped: number;
+  roofline: RooflineData;
 }
 
 export interface OpRow {

@@ -1,6 +1,7 @@
 // The profiles list, the summary and the operator table.
 import { api, type OpRow, type ProfileEntry, type Summary } from './api';
 import { escapeHtml as h, formatBytes, formatCount, formatDuration, formatGBps, formatPct } from './format';
+import { rooflineSvg } from './roofline';
 import { renderTable } from './table';
 
 export function renderProfiles(host: HTMLElement, profiles: ProfileEntry[], go: (hash: string) => void): void {
@@ -62,6 +63,8 @@ export function renderSummary(host: HTMLElement, id: number, s: Summary, go: (ha
           <div class="evidence">${Object.entries(r.evidence).map(([k, v]) => `<span class="ev"><b>${h(k)}</b> ${h(evidenceValue(k, v))}</span>`).join('')}</div>
           ${r.events.length ? `<a class="button small" href="#/p/${id}/timeline?events=${r.events.join(',')}">Show in timeline</a>` : ''}
         </li>`).join('') : '<li class="muted">Nothing stands out.</li>'}</ol>
+      <h2>Roofline</h2>
+      <div id="roofline">${rooflineSvg(s.roofline)}</div>
       <div class="two-col">
         <div><h2>Device cores</h2><div class="bars">${s.cores.map((c) => `
           <div class="bar-row"><span class="bar-label">${h(c.name)}</span><div class="bar"><div style="width:${(c.utilization * 100).toFixed(1)}%"></div></div>

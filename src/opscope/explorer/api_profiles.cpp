@@ -6,6 +6,7 @@
 
 #include "opscope/explorer/api_views.h"
 #include "opscope/explorer/summary.h"
+#include "opscope/profiler/diff.h"
 
 namespace opscope::explorer::api {
 
@@ -77,45 +78,47 @@ json ops_view(const Profile& p, const Params& params) {
 }
 
 json compare_view(size_t a_id, const Profile& a, size_t b_id, const Profile& b) {
-  // Rows matched by kind and name: an op of the naive run against the same op compiled.
-  using Key = std::pair<std::string, std::string>;
-  struct Pair { const prof::KeyAverage* a = nullptr; const prof::KeyAverage* b = nullptr; };
-  std::map<Key, Pair> by_key;
-  for (const auto& r : a.key_averages().rows()) by_key[{prof::kind_name(r.kind), r.name}].a = &r;
-  for (const auto& r : b.key_averages().rows()) by_key[{prof::kind_name(r.kind), r.name}].b = &r;
-  static const prof::KeyAverage kZero;
+  // The numbers of `opscope diff A B`: rows matched by kind and name (an op of the naive
+  // run against the same op compiled), from each profile's cached key_averages.
+  prof::DiffOptions options;
+  options.a_label = a.label();
+  options.b_label = b.label();
+  prof::ProfileDiff diff = prof::diff_profiles(a.trace(), a.key_averages(), b.trace(), b.key_averages(), options);
   json rows = json::array();
-  for (auto& [key, pr] : by_key) {
-    const prof::KeyAverage& x = pr.a ? *pr.a : kZero;
-    const prof::KeyAverage& y = pr.b ? *pr.b : kZero;
-    rows.push_back({{"name", key.second}, {"kind", key.first},
-                    {"in_a", pr.a != nullptr}, {"in_b", pr.b != nullptr},
-                    {"a_calls", x.count}, {"b_calls", y.count},
-                    {"a_self_cpu_ns", x.self_cpu_ns}, {"b_self_cpu_ns", y.self_cpu_ns},
-                    {"a_self_device_ns", x.self_device_ns}, {"b_self_device_ns", y.self_device_ns},
-                    {"a_device_total_ns", x.device_total_ns}, {"b_device_total_ns", y.device_total_ns},
-                    {"delta_self_device_ns", y.self_device_ns - x.self_device_ns},
-                    {"delta_self_cpu_ns", y.self_cpu_ns - x.self_cpu_ns},
-                    {"delta_device_total_ns", y.device_total_ns - x.device_total_ns}});
+  for (const prof::DiffRow& r : diff.select({})) {
+    prof::DiffSide d = r.delta();
+    rows.push_back({{"name", r.name}, {"kind", prof::kind_name(r.kind)}, {"status", prof::status_name(r.status)},
+                    {"in_a", r.in_a()}, {"in_b", r.in_b()},
+                    {"a_calls", r.a.count}, {"b_calls", r.b.count}, {"delta_calls", d.count},
+                    {"a_self_cpu_ns", r.a.self_cpu_ns}, {"b_self_cpu_ns", r.b.self_cpu_ns},
+                    {"a_cpu_total_ns", r.a.cpu_total_ns}, {"b_cpu_total_ns", r.b.cpu_total_ns},
+                    {"a_self_device_ns", r.a.self_device_ns}, {"b_self_device_ns", r.b.self_device_ns},
+                    {"a_device_total_ns", r.a.device_total_ns}, {"b_device_total_ns", r.b.device_total_ns},
+                    {"a_bytes", r.a.bytes}, {"b_bytes", r.b.bytes}, {"delta_bytes", d.bytes},
+                    {"a_flops", r.a.flops}, {"b_flops", r.b.flops},
+                    {"delta_self_device_ns", d.self_device_ns},
+                    {"delta_self_cpu_ns", d.self_cpu_ns},
+                    {"delta_cpu_total_ns", d.cpu_total_ns},
+                    {"delta_device_total_ns", d.device_total_ns}});
   }
-  std::sort(rows.begin(), rows.end(), [](const json& l, const json& r) {
-    auto key = [](const json& j) {
-      return std::max({j["a_device_total_ns"].get<int64_t>(), j["b_device_total_ns"].get<int64_t>(),
-                       j["a_self_cpu_ns"].get<int64_t>() / 1000, j["b_self_cpu_ns"].get<int64_t>() / 1000});
-    };
-    return key(l) != key(r) ? key(l) > key(r) : l["name"] < r["name"];
-  });
-  auto side = [](size_t id, const Profile& p) {
+  auto side = [](size_t id, const Profile& p, const prof::ProfileTotals& t) {
     return json{{"id", id}, {"label", p.label()},
-                {"self_cpu_total_ns", p.key_averages().self_cpu_time_total_ns()},
-                {"self_device_total_ns", p.key_averages().self_device_time_total_ns()},
+                {"self_cpu_total_ns", t.self_cpu_ns}, {"self_device_total_ns", t.self_device_ns},
                 {"t0", p.timeline().begin()}, {"t1", p.timeline().end()},
-                {"span_ns", p.timeline().end() - p.timeline().begin()}};
+                {"span_ns", p.timeline().end() - p.timeline().begin()},
+                {"launches", t.launches}, {"bytes", t.bytes}, {"flops", t.flops},
+                {"events", t.events}, {"dropped", t.dropped}, {"steps", t.steps}};
   };
-  int64_t da = a.key_averages().self_device_time_total_ns();
-  int64_t db = b.key_averages().self_device_time_total_ns();
-  return {{"a", side(a_id, a)}, {"b", side(b_id, b)}, {"rows", rows},
-          {"device_ratio", da > 0 ? double(db) / double(da) : 0.0}};
+  json sa = side(a_id, a, diff.a()), sb = side(b_id, b, diff.b());
+  json delta = json::object();
+  for (const char* k : {"self_cpu_total_ns", "self_device_total_ns", "span_ns", "launches", "bytes", "flops",
+                        "events", "dropped", "steps"})
+    delta[k] = sb[k].get<int64_t>() - sa[k].get<int64_t>();
+  std::map<std::string, int64_t> counts = {{"same", 0}, {"changed", 0}, {"added", 0}, {"removed", 0}};
+  for (const prof::DiffRow& r : diff.rows()) ++counts[prof::status_name(r.status)];
+  int64_t da = diff.a().self_device_ns, db = diff.b().self_device_ns;
+  return {{"a", sa}, {"b", sb}, {"delta", delta}, {"counts", counts}, {"warnings", diff.warnings()},
+          {"rows", rows}, {"device_ratio", da > 0 ? double(db) / double(da) : 0.0}};
 }
 
 }  // namespace opscope::explorer::api
