@@ -4,6 +4,7 @@
 #include "opscope/core/dtype.h"
 #include "opscope/core/error.h"
 #include "opscope/core/shape.h"
+#include "opscope/models/llama.h"
 #include "opscope/ops/custom.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/device.h"

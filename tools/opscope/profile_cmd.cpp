@@ -1,6 +1,8 @@
-// `opscope profile rmsnorm`: the case study under the profiler. Each implementation is
-// warmed up, profiled for --iters calls, saved to OUT/<impl>/ (trace.json + profile.db)
-// and its key_averages table printed; then the device time of each beside naive's.
+// `opscope profile <case>`: a case study under the profiler, one subcommand per case
+// with its own options. `rmsnorm` (here): each implementation is warmed up, profiled
+// for --iters calls, saved to OUT/<impl>/ (trace.json + profile.db) and its
+// key_averages table printed; then the device time of each beside naive's. `llama`:
+// profile_llama.cpp.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -13,6 +15,8 @@
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/session.h"
 #include "opscope/profiler/record_function.h"
+#include "opscope/profiler/roofline.h"
+#include "opscope/runtime/probe.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::cli {
@@ -57,6 +61,10 @@ void run_profile(const ProfileArgs& a) {
 
   fmt::print("{}\nRMSNorm {}x{} {}, {} iterations per implementation\n\n", cpu().description(), st.rows, st.hidden,
              a.dtype, a.iters);
+  // The roofline's ceilings, measured before profiling; every profile carries them.
+  const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
+  prof::attach_device_peaks(peaks.to_json());
+  fmt::print("device peaks: copy {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s\n\n", peaks.copy_gbps, peaks.matmul_gflops);
   Tensor x = randn({st.rows, st.hidden}, 0, st.dtype);
   Tensor w = rand({st.hidden}, 1, st.dtype, nullptr, 0.5f, 1.5f);
   std::vector<std::pair<std::string, double>> device_ms;
@@ -90,10 +98,12 @@ void run_profile(const ProfileArgs& a) {
 
 }  // namespace
 
+void add_profile_llama_command(CLI::App& profile);
+
 void add_profile_command(CLI::App& app) {
   auto a = std::make_shared<ProfileArgs>();
-  CLI::App* sub = app.add_subcommand("profile", "profile a case study and print its key_averages tables");
-  sub->add_option("case", "case study (rmsnorm)")->required()->check(CLI::IsMember({"rmsnorm"}));
+  CLI::App* profile = app.add_subcommand("profile", "profile a case study and print its key_averages tables");
+  CLI::App* sub = profile->add_subcommand("rmsnorm", "RMSNorm op by op, as the built-in fused kernel, and compiled");
   sub->add_option("--impl", a->impl, "naive, builtin, compiled or all")->capture_default_str();
   sub->add_option("--shape", a->shape, "ROWSxHIDDEN")->capture_default_str();
   sub->add_option("--dtype", a->dtype, "f32, bf16 or f16")->capture_default_str();
@@ -107,6 +117,22 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--row-limit", a->row_limit, "table rows")->capture_default_str();
   sub->add_flag("--with-stack", a->with_stack, "record each op's call site");
   sub->callback([a] { run_profile(*a); });
+  add_profile_llama_command(*profile);
+  // A missing or unknown case, or words before it, are our errors ("[profile] ..."),
+  // raised once parsing is complete, before a case runs. Set after the cases exist:
+  // they must not inherit allow_extras (unknown flags there stay CLI11's errors).
+  profile->require_subcommand(0, 1);
+  profile->allow_extras();
+  profile->parse_complete_callback([profile] {
+    auto extra = profile->remaining();
+    bool has_case = !profile->get_subcommands().empty();
+    if (has_case && !extra.empty())
+      fail("profile", "'{}' is not an option of 'profile'; options follow the case study: opscope profile {} ...",
+           extra[0], profile->get_subcommands()[0]->get_name());
+    if (has_case) return;
+    if (extra.empty()) fail("profile", "name a case study: rmsnorm or llama");
+    fail("profile", "unknown case study '{}' (expected rmsnorm or llama)", extra[0]);
+  });
 }
 
 }  // namespace opscope::cli
