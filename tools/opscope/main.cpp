@@ -9,11 +9,13 @@
 
 namespace opscope::cli {
 void add_table_command(CLI::App& app);
+void add_diff_command(CLI::App& app);
 void add_query_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 void add_explore_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
+void add_advise_command(CLI::App& app);
 }  // namespace opscope::cli
 
 int main(int argc, char** argv) {
@@ -21,11 +23,13 @@ int main(int argc, char** argv) {
   CLI::App app{"opscope: where time goes in ops, on the framework, runtime and device layers"};
   app.require_subcommand(0, 1);  // none: print the help; an unknown word: named as unexpected
   add_table_command(app);
+  add_diff_command(app);
   add_query_command(app);
   add_profile_command(app);
   add_explore_command(app);
   add_cache_command(app);
   add_compile_command(app);
+  add_advise_command(app);
 
   // Subcommands run in their callbacks during parse(); their errors are opscope::Error
   // ("[flag or file] what is wrong") and end the program with status 1.

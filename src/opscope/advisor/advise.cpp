@@ -1,0 +1,342 @@
+#include "opscope/advisor/advise.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "opscope/core/error.h"
+#include "opscope/profiler/roofline.h"
+
+namespace opscope::advisor {
+
+using prof::EventKind;
+using prof::TraceEvent;
+
+bool fusable_op(std::string_view name) {
+  static const std::unordered_set<std::string_view> kFusable = {
+      "neg", "abs",  "exp", "log",     "sqrt",    "rsqrt", "sin", "cos",  "tanh", "sigmoid", "silu",     "gelu",
+      "relu", "add", "sub", "mul",     "div",     "pow",   "maximum", "minimum", "to", "contiguous", "clone",
+      "sum",  "mean", "max", "min",    "var"};
+  return kFusable.count(name) > 0;
+}
+
+namespace {
+
+struct Op {
+  const TraceEvent* ev;
+  int64_t device_ns = 0, bytes = 0, launches = 0, out_bytes = 0;
+};
+
+int64_t dtype_bytes(std::string_view d) {
+  if (d == "f32" || d == "i32") return 4;
+  if (d == "bf16" || d == "f16" || d == "i16") return 2;
+  if (d == "i64" || d == "f64") return 8;
+  return 1;  // bool, u8, i8
+}
+
+// "[(4, 8) f32, (8) f32]" → the bytes of each input; empty when the op has no shapes.
+std::vector<int64_t> input_bytes(std::string_view s) {
+  std::vector<int64_t> out;
+  size_t i = 0;
+  while ((i = s.find('(', i)) != std::string_view::npos) {
+    size_t close = s.find(')', i);
+    if (close == std::string_view::npos) break;
+    int64_t numel = 1;
+    std::string_view dims = s.substr(i + 1, close - i - 1);
+    size_t p = 0;
+    while (p < dims.size()) {
+      while (p < dims.size() && !std::isdigit(static_cast<unsigned char>(dims[p]))) ++p;
+      if (p >= dims.size()) break;
+      int64_t v = 0;
+      while (p < dims.size() && std::isdigit(static_cast<unsigned char>(dims[p]))) v = v * 10 + (dims[p++] - '0');
+      numel *= v;
+    }
+    size_t d0 = close + 2, d1 = s.find_first_of(",]", d0);
+    std::string_view dt = d0 < s.size() ? s.substr(d0, d1 == std::string_view::npos ? std::string_view::npos : d1 - d0)
+                                        : std::string_view();
+    out.push_back(numel * dtype_bytes(dt));
+    i = close + 1;
+  }
+  return out;
+}
+
+std::string generalize(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+      out += 'N';
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    } else {
+      out += s[i++];
+    }
+  }
+  return out;
+}
+
+std::string classify(const std::vector<std::string>& ops) {
+  auto has = [&](std::initializer_list<const char*> names) {
+    for (auto& o : ops)
+      for (const char* n : names)
+        if (o == n) return true;
+    return false;
+  };
+  bool norm = has({"mean", "sum", "var"}) && has({"rsqrt", "sqrt", "div"});
+  if (norm) return ops.front() == "add" ? "residual+norm" : "norm";
+  if (has({"silu", "sigmoid", "gelu", "relu", "tanh"})) return "activation";
+  return "elementwise";
+}
+
+bool reduction(std::string_view op) { return op == "sum" || op == "mean" || op == "max" || op == "min" || op == "var"; }
+
+// An output of `p` bytes (from its allocation, rounded up to the caching allocator's
+// 512 B or 2 MiB blocks) can be the input of `b` bytes.
+bool same_block(int64_t p, int64_t b) {
+  if (p == b) return true;
+  int64_t slack = p <= (int64_t(1) << 20) ? 512 : (int64_t(2) << 20);
+  return p > b && p - b < slack;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
+  if (!options.pattern.empty() && options.pattern.size() < 2)
+    fail("advise", "a pattern needs at least 2 ops (got {})", options.pattern.size());
+  if (options.min_ops < 2) fail("advise", "min_ops must be at least 2 (got {})", options.min_ops);
+  Advice adv;
+  const prof::Roofline roof = prof::roofline_from_config(trace.config_json);
+  adv.peak_gbps = roof.peak_gbps;
+
+  // Framework scopes by id, launches as spans of their slices.
+  std::unordered_map<uint64_t, const TraceEvent*> scopes;
+  struct Launch { int64_t t0 = INT64_MAX, t1 = INT64_MIN, bytes = 0, slice_bytes = 0; uint64_t op = 0; bool has_launch = false; };
+  std::unordered_map<uint64_t, Launch> launches;
+  std::unordered_map<uint64_t, int64_t> alloc_bytes;  // op id → bytes it allocated
+  bool any_shapes = false;
+  for (const TraceEvent& e : trace.events) {
+    switch (e.kind) {
+      case EventKind::op:
+      case EventKind::range:
+        scopes[e.id] = &e;
+        any_shapes = any_shapes || (!e.shapes.empty() && e.kind == EventKind::op);
+        break;
+      case EventKind::launch: {
+        Launch& l = launches[e.id];
+        l.bytes = e.bytes;
+        l.op = e.parent;
+        l.has_launch = true;
+        break;
+      }
+      case EventKind::kernel: {
+        Launch& l = launches[e.id];
+        l.t0 = std::min(l.t0, e.t0);
+        l.t1 = std::max(l.t1, e.t1);
+        l.slice_bytes += e.bytes;
+        if (!l.op) l.op = e.parent;
+        break;
+      }
+      case EventKind::alloc:
+        if (e.parent) alloc_bytes[e.parent] += e.bytes;
+        break;
+      default: break;
+    }
+  }
+  if (scopes.empty()) fail("advise", "the profile has no framework ops (was the framework layer recorded?)");
+
+  // Each op's own launches, counted at its top-level op (an op not inside another op).
+  auto top_op = [&](uint64_t id) -> uint64_t {
+    uint64_t top = 0;
+    for (int steps = 0; id && steps < 4096; ++steps) {
+      auto it = scopes.find(id);
+      if (it == scopes.end()) break;
+      if (it->second->kind == EventKind::op) top = id;
+      id = it->second->parent;
+    }
+    return top;
+  };
+  std::unordered_map<uint64_t, Op> ops;
+  std::vector<std::pair<double, double>> small;  // (span, bytes) of launches for the launch cost
+  for (auto& [id, l] : launches) {
+    if (l.t1 < l.t0) continue;  // no slice on a traced core
+    int64_t span = l.t1 - l.t0, bytes = l.has_launch ? l.bytes : l.slice_bytes;
+    adv.total_device_ns += span;
+    small.emplace_back(double(span), double(bytes));
+    uint64_t top = top_op(l.op);
+    if (!top) continue;
+    Op& o = ops[top];
+    o.ev = scopes[top];
+    o.device_ns += span;
+    o.bytes += bytes;
+    o.launches++;
+  }
+  if (adv.total_device_ns == 0) fail("advise", "the profile has no device time (were the runtime and device layers recorded?)");
+  for (auto& [id, o] : ops)
+    if (auto it = alloc_bytes.find(id); it != alloc_bytes.end()) o.out_bytes = it->second;
+  if (!any_shapes)
+    adv.warnings.push_back("no input shapes (record_shapes off): the bytes of fused kernels are rough guesses");
+
+  // Launch cost: the fixed part of a launch's device time. Each launch's span less its
+  // bytes at the peak bandwidth leaves that part; the median over small launches
+  // (under 256 KiB, where it dominates) is the estimate.
+  double bw = roof.peak_gbps;
+  if (bw <= 0)
+    for (auto& [span, bytes] : small)
+      if (span > 0) bw = std::max(bw, bytes / span);
+  std::vector<double> fixed;
+  for (auto& [span, bytes] : small)
+    if (bytes < 256 * 1024) fixed.push_back(std::max(0.0, span - (bw > 0 ? bytes / bw : 0)));
+  if (fixed.size() >= 8) {
+    adv.launch_cost_ns = median(fixed);
+    adv.launch_cost_from = fmt::format("median over {} launches under 256 KiB of (device time − bytes at {:.1f} GB/s)",
+                                       fixed.size(), bw);
+  } else {
+    std::vector<double> all;
+    for (auto& [span, bytes] : small) all.push_back(std::max(0.0, span - (bw > 0 ? bytes / bw : 0)));
+    std::sort(all.begin(), all.end());
+    adv.launch_cost_ns = all.empty() ? 0 : all[all.size() / 10];
+    adv.launch_cost_from = fmt::format("10th percentile over {} launches of (device time − bytes at {:.1f} GB/s); "
+                                       "few small launches to fit",
+                                       all.size(), bw);
+  }
+  const double c = adv.launch_cost_ns;
+
+  // The ranges enclosing a scope, outermost first.
+  auto context_of = [&](const TraceEvent* e) {
+    std::vector<std::string_view> path;
+    for (uint64_t id = e->parent; id && path.size() < 64;) {
+      auto it = scopes.find(id);
+      if (it == scopes.end()) break;
+      if (it->second->kind == EventKind::range) path.push_back(it->second->name);
+      id = it->second->parent;
+    }
+    std::reverse(path.begin(), path.end());
+    return path;
+  };
+
+  // Top-level ops per host thread, in time order; chains of fusable launching ops (ops
+  // without launches, such as views, are not in `ops` and do not break a chain).
+  std::map<int32_t, std::vector<const Op*>> by_track;
+  for (auto& [id, o] : ops) by_track[o.ev->track].push_back(&o);
+  std::map<std::pair<std::string, std::string>, Suggestion> groups;
+  auto process = [&](std::vector<const Op*>& chain) {
+    {
+      std::vector<std::string> names;
+      int64_t dev = 0, bytes = 0, n = 0;
+      for (const Op* o : chain) {
+        names.push_back(o->ev->name);
+        dev += o->device_ns;
+        bytes += o->bytes;
+        n += o->launches;
+      }
+      // What a fused kernel moves: inputs from outside the chain, and the last output.
+      int64_t fused = 0;
+      std::vector<std::pair<int64_t, bool>> produced;  // output bytes, read yet
+      for (const Op* o : chain) {
+        std::vector<int64_t> in = input_bytes(o->ev->shapes);
+        std::vector<int64_t> external;
+        for (int64_t b : in) {
+          auto it = std::find_if(produced.rbegin(), produced.rend(),
+                                 [&](auto& p) { return !p.second && same_block(p.first, b); });
+          if (it != produced.rend()) {
+            it->second = true;  // the chain's own intermediate
+          } else if (std::find(external.begin(), external.end(), b) == external.end()) {
+            external.push_back(b);  // x * x reads x once
+            fused += b;
+          }
+        }
+        // Elementwise results have the broadcast inputs' size; a reduction's is what it
+        // allocated (rounded up to the allocator's block).
+        int64_t out = 0;
+        if (!in.empty() && !reduction(o->ev->name)) out = *std::max_element(in.begin(), in.end());
+        else out = o->out_bytes ? o->out_bytes : o->bytes / 3;
+        produced.emplace_back(out, false);
+      }
+      fused += produced.back().first;
+      if (!any_shapes) fused = std::max(fused, bytes / int64_t(chain.size()));
+      // The chain's bandwidth past the fixed cost of its launches (at least a tenth of its time).
+      double work_ns = std::max(double(dev) - double(n) * c, 0.1 * double(dev));
+      double chain_bw = work_ns > 0 ? double(bytes) / work_ns : 0;
+      double fused_ns = c + (chain_bw > 0 ? double(fused) / chain_bw : 0);
+      double saved = std::max(0.0, double(dev) - fused_ns);
+
+      std::vector<std::string_view> ctx = context_of(chain.front()->ev);
+      for (const Op* o : chain) {
+        std::vector<std::string_view> other = context_of(o->ev);
+        size_t k = 0;
+        while (k < ctx.size() && k < other.size() && ctx[k] == other[k]) ++k;
+        ctx.resize(k);
+      }
+      std::string context;
+      for (auto s : ctx) context += (context.empty() ? "" : "/") + generalize(s);
+      std::string pattern;
+      for (auto& s : names) pattern += (pattern.empty() ? "" : " → ") + s;
+
+      Suggestion& g = groups[{pattern, context}];
+      if (!g.occurrences) {
+        g.ops = names;
+        g.pattern = pattern;
+        g.context = context;
+        g.kind = classify(names);
+        for (const Op* o : chain) g.example_ops.push_back(o->ev->id);
+      }
+      g.occurrences++;
+      g.launches += n;
+      g.device_ns += dev;
+      g.bytes += bytes;
+      g.fused_bytes += fused;
+      g.predicted_saved_ns += saved;
+    }
+  };
+  // A chain, or with options.pattern each place the pattern occurs in it.
+  auto close = [&](std::vector<const Op*>& chain) {
+    const auto& pat = options.pattern;
+    if (pat.empty()) {
+      if (int(chain.size()) >= options.min_ops) process(chain);
+    } else {
+      for (size_t i = 0; i + pat.size() <= chain.size();) {
+        bool match = true;
+        for (size_t k = 0; k < pat.size() && match; ++k) match = chain[i + k]->ev->name == pat[k];
+        if (!match) {
+          ++i;
+          continue;
+        }
+        std::vector<const Op*> sub(chain.begin() + long(i), chain.begin() + long(i + pat.size()));
+        process(sub);
+        i += pat.size();
+      }
+    }
+    chain.clear();
+  };
+  for (auto& [track, list] : by_track) {
+    std::sort(list.begin(), list.end(), [](const Op* a, const Op* b) { return a->ev->t0 < b->ev->t0; });
+    std::vector<const Op*> chain;
+    for (const Op* o : list) {
+      if (fusable_op(o->ev->name)) chain.push_back(o);
+      else close(chain);
+    }
+    close(chain);
+  }
+  for (auto& [key, g] : groups) {
+    double work_ns = std::max(double(g.device_ns) - double(g.launches) * c, 0.1 * double(g.device_ns));
+    g.bandwidth_gbps = work_ns > 0 ? double(g.bytes) / work_ns : 0;
+    adv.suggestions.push_back(std::move(g));
+  }
+  std::sort(adv.suggestions.begin(), adv.suggestions.end(), [](const Suggestion& a, const Suggestion& b) {
+    return a.predicted_saved_ns != b.predicted_saved_ns ? a.predicted_saved_ns > b.predicted_saved_ns
+                                                        : a.pattern < b.pattern;
+  });
+  if (trace.dropped) adv.warnings.push_back(fmt::format("{} events were dropped: times undercount", trace.dropped));
+  return adv;
+}
+
+}  // namespace opscope::advisor

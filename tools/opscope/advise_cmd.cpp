@@ -1,0 +1,66 @@
+// opscope advise DIR [--limit N] [--json] [--min-ops N] [--verify [--top K] [--reps R]]
+// ranks the fusable op sequences of a saved profile by the device time fusing each
+// would save; --verify compiles the suggested regions of the decoder case study,
+// profiles again and prints predicted against realized savings.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "opscope/advisor/advise.h"
+#include "opscope/advisor/verify.h"
+#include "opscope/core/error.h"
+#include "opscope/profiler/store.h"
+
+namespace opscope::cli {
+namespace {
+
+struct AdviseArgs {
+  std::string dir;
+  int limit = 10, min_ops = 2, top = 3, reps = 3;
+  bool json = false, verify = false;
+};
+
+}  // namespace
+
+void add_advise_command(CLI::App& app) {
+  auto a = std::make_shared<AdviseArgs>();
+  CLI::App* cmd = app.add_subcommand("advise", "Rank fusable op sequences in a profile by the device time fusing saves");
+  cmd->add_option("dir", a->dir, "Profile folder (with profile.db) or profile.db file")->required();
+  cmd->add_option("--limit", a->limit, "Suggestions to print (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-ops", a->min_ops, "Shortest op sequence to suggest")->capture_default_str()->check(CLI::Range(2, 1000));
+  cmd->add_flag("--json", a->json, "Print JSON instead of a table");
+  cmd->add_flag("--verify", a->verify,
+                "Compile the suggested regions (decoder profiles from `opscope profile llama`), profile again and "
+                "print predicted vs realized savings");
+  cmd->add_option("--top", a->top, "With --verify: how many of the top suggestions to check")
+      ->capture_default_str()->check(CLI::Range(1, 20));
+  cmd->add_option("--reps", a->reps, "With --verify: alternated baseline/compiled runs per region (median)")
+      ->capture_default_str()->check(CLI::Range(1, 50));
+  cmd->callback([a] {
+    prof::Trace trace = prof::load_profile(a->dir);
+    advisor::AdviseOptions o;
+    o.min_ops = a->min_ops;
+    advisor::Advice advice = advisor::advise(trace, o);
+    if (!a->verify) {
+      std::string out = a->json ? advice.to_json(a->limit) : advice.table(a->limit);
+      std::fputs(out.c_str(), stdout);
+      if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
+      return;
+    }
+    if (!a->json) {
+      std::fputs(advice.table(a->limit).c_str(), stdout);
+      std::fputs("\n", stdout);
+      std::fflush(stdout);
+    }
+    advisor::VerifyOptions vo;
+    vo.top = a->top;
+    vo.reps = a->reps;
+    advisor::Verification v = advisor::verify(trace, advice, vo);
+    std::string out = a->json ? v.to_json() : v.table();
+    std::fputs(out.c_str(), stdout);
+    if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
+  });
+}
+
+}  // namespace opscope::cli
