@@ -41,38 +41,6 @@ bool fsync_file(const std::string& path) {
   return ok;
 }
 
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-// An exclusive flock held for the life of the object.
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail("compile", "cannot create the lock file {} ({})", path, std::strerror(errno));
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) fail("compile", "cannot lock {} ({})", path, std::strerror(errno));
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
-void remove_quietly(const std::string& dir) {
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-}
 
 // Moves a damaged entry out of the way (a reader may still have its library loaded).
 void discard_entry(const std::string& root, const std::string& dir, const std::string& hash) {
@@ -208,7 +176,7 @@ Artifact load_or_build(const std::string& root, const ArtifactSpec& spec, const 
   std::error_code ec;
   fs::create_directories(root + "/.locks", ec);
   if (ec) fail("compile", "cannot create the cache folder {} ({})", root, ec.message());
-  FileLock lock(root + "/.locks/" + spec.hash + ".lock");
+  FileLock lock(root + "/.locks/" + spec.hash + ".lock", "compile");
   // Another process may have built it while we waited for the lock.
   why = try_load(dir, spec, a);
   if (why.empty()) {
@@ -268,6 +236,31 @@ Artifact load_or_build(const std::string& root, const ArtifactSpec& spec, const 
   if (!why.empty()) fail("compile", "{}: the freshly built entry {} does not load: {}", spec.name, dir, why);
   a.hit = false;
   return a;
+}
+
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+FileLock::FileLock(const std::string& path, const char* op) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(op, "cannot create the lock file {} ({})", path, std::strerror(errno));
+  while (::flock(fd_, LOCK_EX) != 0)
+    if (errno != EINTR) fail(op, "cannot lock {} ({})", path, std::strerror(errno));
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+void remove_quietly(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace opscope::compiler

@@ -30,6 +30,23 @@ std::string cache_root(const std::string& requested = "");
 void write_atomic(const std::string& path, std::string_view content);
 // The whole file, or false when it cannot be read.
 bool read_file(const std::string& path, std::string& out);
+// UTC now as "2026-12-02T21:44:56Z", for manifests.
+std::string iso_now();
+// Removes a folder and what it holds, ignoring errors (a half-built entry).
+void remove_quietly(const std::string& dir);
+
+// An exclusive flock on `path` (created if missing) for the life of the object, so that
+// two processes never build one cache entry at once. Errors start with "[op]".
+class FileLock {
+ public:
+  FileLock(const std::string& path, const char* op);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 struct ArtifactSpec {
   std::string name;                  // the compiled function's name (messages, manifest)
