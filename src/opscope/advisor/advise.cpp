@@ -263,11 +263,18 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       }
       fused += produced.back().first;
       if (!any_shapes) fused = std::max(fused, bytes / int64_t(chain.size()));
-      // The chain's bandwidth past the fixed cost of its launches (at least a tenth of its time).
-      double work_ns = std::max(double(dev) - double(n) * c, 0.1 * double(dev));
-      double chain_bw = work_ns > 0 ? double(bytes) / work_ns : 0;
-      double fused_ns = c + (chain_bw > 0 ? double(fused) / chain_bw : 0);
-      double saved = std::max(0.0, double(dev) - fused_ns);
+      // The bandwidth a fused kernel streams at: the best any op of the chain reached
+      // past its fixed launch cost (ops below it are compute bound — silu's exp — and
+      // keep that compute when fused). Each op's time is c + bytes / bw + its compute,
+      // so fusing saves (launches − 1) · c + (bytes − fused bytes) / bw.
+      double bw_best = 0;
+      for (const Op* o : chain) {
+        double work = std::max(double(o->device_ns) - double(o->launches) * c, 0.1 * double(o->device_ns));
+        if (work > 0) bw_best = std::max(bw_best, double(o->bytes) / work);
+      }
+      double moved_less = double(std::max<int64_t>(0, bytes - fused));
+      double saved = double(n - 1) * c + (bw_best > 0 ? moved_less / bw_best : 0);
+      saved = std::clamp(saved, 0.0, double(dev));
 
       std::vector<std::string_view> ctx = context_of(chain.front()->ev);
       for (const Op* o : chain) {
@@ -295,6 +302,8 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       g.bytes += bytes;
       g.fused_bytes += fused;
       g.predicted_saved_ns += saved;
+      if (bw_best > 0) g.saved_bytes_ns += moved_less / bw_best;
+      g.saved_bytes += moved_less;
     }
   };
   // A chain, or with options.pattern each place the pattern occurs in it.
@@ -327,8 +336,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     close(chain);
   }
   for (auto& [key, g] : groups) {
-    double work_ns = std::max(double(g.device_ns) - double(g.launches) * c, 0.1 * double(g.device_ns));
-    g.bandwidth_gbps = work_ns > 0 ? double(g.bytes) / work_ns : 0;
+    g.bandwidth_gbps = g.saved_bytes_ns > 0 ? g.saved_bytes / g.saved_bytes_ns : 0;
     adv.suggestions.push_back(std::move(g));
   }
   std::sort(adv.suggestions.begin(), adv.suggestions.end(), [](const Suggestion& a, const Suggestion& b) {

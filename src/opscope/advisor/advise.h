@@ -7,7 +7,8 @@
 //
 // - launch cost: the fixed device time of a launch, fitted from the profile's own small
 //   kernels (their span minus their bytes at the probe's bandwidth);
-// - bandwidth: what the chain's kernels achieved once their fixed cost is taken off;
+// - bandwidth: the best any op of the chain achieved once its fixed cost is taken off
+//   (a fused kernel streams at least as well; compute-bound ops keep their compute);
 // - bytes a fused kernel moves: the chain's inputs from outside it, once per op that
 //   reads them, and its final output. An op's input is the chain's own intermediate when
 //   an earlier op of the chain produced a tensor of that shape and dtype not yet read
@@ -33,9 +34,10 @@ struct Suggestion {
   int64_t device_ns = 0;         // their device time
   int64_t bytes = 0;             // moved by them
   int64_t fused_bytes = 0;       // a fused kernel would move
-  double bandwidth_gbps = 0;     // what the chain's kernels achieved past their fixed cost
+  double bandwidth_gbps = 0;     // the saved bytes are priced at: the best its ops reached past their fixed cost
   double predicted_saved_ns = 0;
   std::vector<uint64_t> example_ops;  // op ids of one occurrence, for the explorer
+  double saved_bytes = 0, saved_bytes_ns = 0;  // bytes no longer moved, and their time
 
   double predicted_fused_ns() const { return double(device_ns) - predicted_saved_ns; }
 };
