@@ -223,6 +223,12 @@ await check('operator table sorts, filters and selects events', async () => {
   await page.fill('input.filter', 'mul');
   const names = await page.$$eval('[data-testid=ops-table] tbody tr td:first-child', (tds) => tds.map((t) => t.textContent));
   assert(names.length >= 1 && names.every((n) => n.includes('mul')), `filtered: ${names}`);
+  // Achieved rates against the profile's roofline, per op.
+  const head = await page.textContent('[data-testid=ops-table] thead');
+  assert(head.includes('GB/s') && head.includes('% Roofline'), `ops table header: ${head}`);
+  const mulRow = await page.$$eval('[data-testid=ops-table] tbody tr', (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)).find((c) => c[0] === 'mul'));
+  assert(mulRow && mulRow.some((c) => /GB\/s$/.test(c)) && mulRow.some((c) => /%$/.test(c)), `mul row: ${mulRow}`);
   await page.fill('input.filter', '');
   await shot('07-ops');
   await page.click('[data-testid=ops-table] tbody tr:first-child');

@@ -51,6 +51,7 @@ export interface OpRow {
   name: string; kind: string; input_shapes: string; calls: number;
   self_cpu_ns: number; self_cpu_pct: number; cpu_total_ns: number; cpu_total_pct: number; cpu_avg_ns: number;
   self_device_ns: number; self_device_pct: number; device_total_ns: number; device_total_pct: number; device_avg_ns: number;
+  bytes: number; flops: number; gbps: number; gflops: number; roofline_pct: number;
 }
 export interface OpsTable { rows: OpRow[]; self_cpu_total_ns: number; self_device_total_ns: number; dropped: number }
 

@@ -131,6 +131,9 @@ export async function renderOps(host: HTMLElement, id: number, go: (hash: string
       { key: 'device_total_ns', label: 'Device total', numeric: true, format: dur },
       { key: 'device_avg_ns', label: 'Device time avg', numeric: true, format: dur },
       { key: 'calls', label: '# of Calls', numeric: true, format: (v) => formatCount(v as number) },
+      { key: 'gbps', label: 'GB/s', numeric: true, format: (v) => (v as number) > 0 ? formatGBps(v as number) : '' },
+      { key: 'gflops', label: 'GFLOP/s', numeric: true, format: (v) => (v as number) > 0 ? (v as number).toPrecision(3) : '' },
+      { key: 'roofline_pct', label: '% Roofline', numeric: true, format: (v) => (v as number) > 0 ? `${(v as number).toFixed(1)}%` : '' },
     ],
     footer: `Self CPU time total: ${formatDuration(t.self_cpu_total_ns)} · Self Device time total: ${formatDuration(t.self_device_total_ns)}` +
       (t.dropped ? ` · <span class="warn">${formatCount(t.dropped)} events dropped</span>` : ''),

@@ -71,7 +71,9 @@ json ops_view(const Profile& p, const Params& params) {
                     {"cpu_avg_ns", r.cpu_avg_ns()},
                     {"self_device_ns", r.self_device_ns}, {"self_device_pct", pct(r.self_device_ns, dev)},
                     {"device_total_ns", r.device_total_ns}, {"device_total_pct", pct(r.device_total_ns, dev)},
-                    {"device_avg_ns", r.device_avg_ns()}});
+                    {"device_avg_ns", r.device_avg_ns()}, {"bytes", r.bytes}, {"flops", r.flops},
+                    {"gbps", r.gbps()}, {"gflops", r.gflops()},
+                    {"roofline_pct", ka.roofline().known() ? 100 * ka.roofline().fraction(r.gbps(), r.gflops()) : 0.0}});
   }
   return {{"rows", rows}, {"self_cpu_total_ns", cpu}, {"self_device_total_ns", dev},
           {"dropped", ka.dropped()}, {"group_by_shape", by_shape}};
