@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: set up, build, run the C++ suite, the explorer's UI unit tests and its
-# browser tests (headless Chromium). The sanitizer run is scripts/test-sanitizers.sh.
+# browser tests (headless Chromium), then the C++ suite again under AddressSanitizer +
+# UndefinedBehaviorSanitizer (scripts/test-sanitizers.sh, its own build in build-asan/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OPSCOPE_TEST_DEPS=1 scripts/setup.sh
@@ -10,3 +11,5 @@ echo "== explorer UI: browser tests"
 explorer/ui/run-e2e.sh build
 echo "== C++ suite"
 ctest --test-dir build --output-on-failure -j 2
+echo "== C++ suite under ASan + UBSan"
+scripts/test-sanitizers.sh
