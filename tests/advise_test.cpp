@@ -110,6 +110,59 @@ TEST(Advise, ChainsBreakAtOpsThatNeverFuseAndNotAtViews) {
   EXPECT_EQ(j["suggestions"][0]["example_ops"].size(), 2u);
 }
 
+// The fused kernel is priced as a roofline: its streaming overlaps the compute its ops
+// did. A compute-bound silu followed by a memory-bound mul: fusing saves the mul's
+// time and silu's streaming, not silu's math.
+TEST(Advise, FusedTimeIsARooflineOfStreamingAndCompute) {
+  Builder b;
+  b.t.tracks.resize(2);
+  uint64_t mlp = b.scope(EventKind::range, "mlp", 0);
+  // mul: 12288 B in 2000 ns, 1000 of them the launch cost → 12.288 GB/s, the chain's best.
+  // silu: 8192 B in 11000 ns: 667 ns of streaming at that rate, 9333 ns of compute.
+  b.op("silu", mlp, 11000, 8192, "[(8, 128) f32]", 4096);
+  b.op("mul", mlp, 2000, 12288, "[(8, 128) f32, (8, 128) f32]", 4096);
+  b.op("matmul", 0, 50000, 1 << 20, "[(8, 64) f32, (64, 128) f32]", 4096);
+  for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);  // small launches fit the cost
+  advisor::Advice a = advisor::advise(b.t);
+  ASSERT_EQ(a.suggestions.size(), 1u) << a.table();
+  const advisor::Suggestion& s = a.suggestions[0];
+  ASSERT_NEAR(a.launch_cost_ns, 1000, 20);
+  double c = a.launch_cost_ns, bw = 12288.0 / (2000 - c);
+  double compute = (11000 - c) - 8192 / bw;
+  // Fused: silu's input, mul's other input and the output stream in 12288 / bw ns,
+  // overlapped with silu's compute, which is longer.
+  ASSERT_EQ(s.fused_bytes, 12288);
+  EXPECT_NEAR(s.predicted_saved_ns, 13000 - (c + compute), 1);
+  EXPECT_GT(s.predicted_saved_ns, 2000);  // more than the mul alone: silu's streaming too
+  EXPECT_LT(s.predicted_saved_ns, 3000);  // but none of silu's math
+}
+
+// `within` limits the advice to the ops inside scopes of one name (a compiled region's
+// range) and ends a chain where its scope instance ends, even when the next op fuses.
+TEST(Advise, WithinKeepsChainsInsideEachScopeInstance) {
+  Builder b;
+  b.t.tracks.resize(2);
+  for (int i = 0; i < 2; ++i) {
+    uint64_t r = b.scope(EventKind::range, "llama_swiglu", 0);
+    b.op("silu", r, 3000, 8192, "[(8, 128) f32]", 4096);
+    b.op("mul", r, 2000, 12288, "[(8, 128) f32, (8, 128) f32]", 4096);
+  }
+  b.op("add", 0, 2000, 12288, "[(8, 128) f32, (8, 128) f32]", 4096);  // outside: left out
+  for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
+  advisor::Advice all = advisor::advise(b.t);
+  ASSERT_EQ(all.suggestions.size(), 1u) << all.table();
+  EXPECT_EQ(all.suggestions[0].pattern, "silu → mul → silu → mul → add");  // one chain across both
+  advisor::AdviseOptions o;
+  o.within = "llama_swiglu";
+  advisor::Advice in = advisor::advise(b.t, o);
+  ASSERT_EQ(in.suggestions.size(), 1u) << in.table();
+  EXPECT_EQ(in.suggestions[0].pattern, "silu → mul");
+  EXPECT_EQ(in.suggestions[0].occurrences, 2);
+  EXPECT_EQ(in.suggestions[0].device_ns, 2 * 5000);
+  o.within = "no_such_scope";
+  EXPECT_TRUE(advisor::advise(b.t, o).suggestions.empty());
+}
+
 TEST(Advise, RefusesProfilesWithoutOpsOrDeviceTime) {
   auto msg = [](const Trace& t) {
     try {

@@ -114,7 +114,8 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     fail("advise", "a pattern needs at least 2 ops (got {})", options.pattern.size());
   if (options.min_ops < 2) fail("advise", "min_ops must be at least 2 (got {})", options.min_ops);
   Advice adv;
-  const prof::Roofline roof = prof::roofline_from_config(trace.config_json);
+  prof::Roofline roof = prof::roofline_from_config(trace.config_json);
+  if (options.peak_gbps > 0) roof.peak_gbps = options.peak_gbps;
   adv.peak_gbps = roof.peak_gbps;
 
   // Framework scopes by id, launches as spans of their slices.
@@ -225,8 +226,26 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
 
   // Top-level ops per host thread, in time order; chains of fusable launching ops (ops
   // without launches, such as views, are not in `ops` and do not break a chain).
+  // With options.within, each op's innermost enclosing scope of that name (0: none).
+  std::unordered_map<const Op*, uint64_t> region_of;
+  auto region = [&](const Op& o) -> uint64_t {
+    for (uint64_t id = o.ev->parent; id;) {
+      auto it = scopes.find(id);
+      if (it == scopes.end()) break;
+      if (it->second->name == options.within) return id;
+      id = it->second->parent;
+    }
+    return 0;
+  };
   std::map<int32_t, std::vector<const Op*>> by_track;
-  for (auto& [id, o] : ops) by_track[o.ev->track].push_back(&o);
+  for (auto& [id, o] : ops) {
+    if (!options.within.empty()) {
+      uint64_t r = region(o);
+      if (!r) continue;
+      region_of[&o] = r;
+    }
+    by_track[o.ev->track].push_back(&o);
+  }
   std::map<std::pair<std::string, std::string>, Suggestion> groups;
   auto process = [&](std::vector<const Op*>& chain) {
     {
@@ -263,18 +282,27 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       }
       fused += produced.back().first;
       if (!any_shapes) fused = std::max(fused, bytes / int64_t(chain.size()));
-      // The bandwidth a fused kernel streams at: the best any op of the chain reached
-      // past its fixed launch cost (ops below it are compute bound — silu's exp — and
-      // keep that compute when fused). Each op's time is c + bytes / bw + its compute,
-      // so fusing saves (launches − 1) · c + (bytes − fused bytes) / bw.
-      double bw_best = 0;
+      // A roofline for the fused kernel. Each op took c + max(bytes / bw, compute): its
+      // time past the launch cost that its bytes at `bw` do not explain is compute (or
+      // the cost of its access pattern — strided reads — which the fused kernel keeps).
+      // `bw` is the best any op of the chain reached past its fixed cost (the data's
+      // level of the memory hierarchy), at least the probe's. The fused kernel overlaps
+      // its streaming with that compute, as each op did:
+      //   fused = c + max(fused bytes / bw, Σ compute),  saved = Σ times − fused.
+      double bw_best = roof.peak_gbps;
       for (const Op* o : chain) {
         double work = std::max(double(o->device_ns) - double(o->launches) * c, 0.1 * double(o->device_ns));
         if (work > 0) bw_best = std::max(bw_best, double(o->bytes) / work);
       }
+      double compute = 0;
+      for (const Op* o : chain) {
+        double work = std::max(double(o->device_ns) - double(o->launches) * c, 0.0);
+        compute += std::max(0.0, work - (bw_best > 0 ? double(o->bytes) / bw_best : 0));
+      }
       double moved_less = double(std::max<int64_t>(0, bytes - fused));
-      double saved = double(n - 1) * c + (bw_best > 0 ? moved_less / bw_best : 0);
-      saved = std::clamp(saved, 0.0, double(dev));
+      double stream_ns = bw_best > 0 ? double(fused) / bw_best : 0;
+      double fused_ns = c + std::max(stream_ns, compute);
+      double saved = std::clamp(double(dev) - fused_ns, 0.0, double(dev));
 
       std::vector<std::string_view> ctx = context_of(chain.front()->ev);
       for (const Op* o : chain) {
@@ -330,6 +358,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     std::sort(list.begin(), list.end(), [](const Op* a, const Op* b) { return a->ev->t0 < b->ev->t0; });
     std::vector<const Op*> chain;
     for (const Op* o : list) {
+      if (!chain.empty() && !options.within.empty() && region_of[o] != region_of[chain.front()]) close(chain);
       if (fusable_op(o->ev->name)) chain.push_back(o);
       else close(chain);
     }

@@ -3,12 +3,16 @@
 // matmul, softmax, concat, the built-in norms), and predicts for each the device time
 // a fusion would save, from what the profile itself measured:
 //
-//   saved = (launches − 1) × launch cost + (bytes moved − bytes a fused kernel moves) / bandwidth
+//   saved = Σ device time of the chain's kernels − predicted time of one fused kernel
+//   fused = launch cost + max(fused bytes / bandwidth, Σ compute)   (a roofline)
 //
 // - launch cost: the fixed device time of a launch, fitted from the profile's own small
 //   kernels (their span minus their bytes at the probe's bandwidth);
 // - bandwidth: the best any op of the chain achieved once its fixed cost is taken off
-//   (a fused kernel streams at least as well; compute-bound ops keep their compute);
+//   (the level of the memory hierarchy its data lives in), at least the probe's;
+// - compute: each op's time past its launch cost that its bytes at that bandwidth do not
+//   explain — math such as silu's exp, or a strided access pattern — which a fused
+//   kernel still does, overlapped with its streaming as each op overlapped its own;
 // - bytes a fused kernel moves: the chain's inputs from outside it, once per op that
 //   reads them, and its final output. An op's input is the chain's own intermediate when
 //   an earlier op of the chain produced a tensor of that shape and dtype not yet read
@@ -34,7 +38,7 @@ struct Suggestion {
   int64_t device_ns = 0;         // their device time
   int64_t bytes = 0;             // moved by them
   int64_t fused_bytes = 0;       // a fused kernel would move
-  double bandwidth_gbps = 0;     // the saved bytes are priced at: the best its ops reached past their fixed cost
+  double bandwidth_gbps = 0;     // the fused kernel streams at: the best its ops reached past their fixed cost
   double predicted_saved_ns = 0;
   std::vector<uint64_t> example_ops;  // op ids of one occurrence, for the explorer
   double saved_bytes = 0, saved_bytes_ns = 0;  // bytes no longer moved, and their time
@@ -47,6 +51,11 @@ struct AdviseOptions {
   // Only this op sequence: every place it occurs inside a chain is one occurrence (what
   // compiling a region that runs exactly these ops would save). Empty: whole chains.
   std::vector<std::string> pattern;
+  // Only ops inside a scope (a range, or an op such as a compiled function) of this name;
+  // a chain ends where its scope instance does (what compiling that region would save).
+  std::string within;
+  // The probe's copy bandwidth, GB/s; 0: from the trace's config (device_peaks).
+  double peak_gbps = 0;
 };
 
 struct Advice {

@@ -86,29 +86,31 @@ void LlamaModel::set_compiled_regions(const std::vector<std::string>& regions) {
   };
   // Scalars (eps, scale) are constants of the traced graphs; tensors are inputs.
   set(c_rms_norm_, "rms_norm", [&] {
-    return compile([eps](const Tensor& x, const Tensor& w) { return llama_rms_norm(x, w, eps); }, "llama_rms_norm");
+    return compile([eps](const Tensor& x, const Tensor& w) { return llama_rms_norm(x, w, eps); }, kRegionRmsNorm);
   });
   set(c_rope_, "rope", [&] {
-    return compile([](const Tensor& x, const Tensor& c, const Tensor& s) { return llama_rope(x, c, s); }, "llama_rope");
+    return compile([](const Tensor& x, const Tensor& c, const Tensor& s) { return llama_rope(x, c, s); }, kRegionRope);
   });
   set(c_attention_, "attention", [&] {
     return compile([scale](const Tensor& q, const Tensor& k, const Tensor& v,
                            const Tensor& m) { return llama_attention(q, k, v, m, scale); },
-                   "llama_attention");
+                   kRegionAttention);
   });
   set(c_swiglu_, "swiglu", [&] {
-    return compile([](const Tensor& g, const Tensor& u) { return llama_swiglu(g, u); }, "llama_swiglu");
+    return compile([](const Tensor& g, const Tensor& u) { return llama_swiglu(g, u); }, kRegionSwiglu);
   });
   compiled_names_ = std::move(names);
 }
 
 Tensor LlamaModel::norm(const Tensor& x, const Tensor& w) {
   if (auto* f = c_rms_norm_.get()) return (*f)(x, w);
+  prof::RecordFunction r(kRegionRmsNorm);
   return llama_rms_norm(x, w, cfg_.norm_eps);
 }
 
 Tensor LlamaModel::rope(const Tensor& x, const Rotary& rot) {
   if (auto* f = c_rope_.get()) return (*f)(x, rot.cos, rot.sin);
+  prof::RecordFunction r(kRegionRope);
   return llama_rope(x, rot.cos, rot.sin);
 }
 
@@ -156,14 +158,23 @@ Tensor LlamaModel::self_attn(const LlamaLayerWeights& w, const Tensor& x, const 
   v_all = past_v.defined() ? concat({past_v, v}, 1) : v;
   Tensor o;
   if (auto* f = c_attention_.get(); f && mask.defined()) o = (*f)(q, k_all, v_all, mask);
-  else o = llama_attention(q, k_all, v_all, mask, 1.0 / std::sqrt(double(hd)));
+  else {
+    prof::RecordFunction r(kRegionAttention);
+    o = llama_attention(q, k_all, v_all, mask, 1.0 / std::sqrt(double(hd)));
+  }
   return matmul(o, w.o_proj.transpose(0, 1));
 }
 
 Tensor LlamaModel::mlp(const LlamaLayerWeights& w, const Tensor& x) {
   Tensor gate = matmul(x, w.gate_proj.transpose(0, 1));
   Tensor up = matmul(x, w.up_proj.transpose(0, 1));
-  Tensor act = c_swiglu_.get() ? (*c_swiglu_.get())(gate, up) : llama_swiglu(gate, up);
+  Tensor act;
+  if (auto* f = c_swiglu_.get()) {
+    act = (*f)(gate, up);
+  } else {
+    prof::RecordFunction r(kRegionSwiglu);
+    act = llama_swiglu(gate, up);
+  }
   return matmul(act, w.down_proj.transpose(0, 1));
 }
 

@@ -57,10 +57,19 @@ struct LlamaConfig {
 };
 
 // A region of the model that can run through opscope::compile.
+// Each region runs inside a scope of one name either way: a user range of that name
+// when eager, the compiled function's op (named the same) when compiled. Profiles of the
+// two modes therefore compare region by region (advise --verify measures so).
+inline constexpr const char* kRegionRmsNorm = "llama_rms_norm";
+inline constexpr const char* kRegionRope = "llama_rope";
+inline constexpr const char* kRegionAttention = "llama_attention";
+inline constexpr const char* kRegionSwiglu = "llama_swiglu";
+
 struct LlamaRegion {
-  const char* name;  // what set_compiled_regions takes
-  const char* ops;   // the eager op sequence it replaces
-  const char* note;  // where it applies
+  const char* name;   // what set_compiled_regions takes
+  const char* ops;    // the eager op sequence it replaces
+  const char* note;   // where it applies
+  const char* scope;  // the range (eager) or compiled op (compiled) it runs in
 };
 // rms_norm, rope, attention, swiglu. There is no residual-add + norm region: compile
 // returns one tensor, and both the sum (the next residual) and its norm are needed.

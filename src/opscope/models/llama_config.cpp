@@ -103,15 +103,17 @@ LlamaConfig LlamaConfig::preset(std::string_view name) {
 const std::vector<LlamaRegion>& llama_regions() {
   static const std::vector<LlamaRegion> regions = {
       {"rms_norm", "to(f32) → mul(x, x) → mean(-1) → add(eps) → rsqrt → mul(x, r) → to(dtype) → mul(w)",
-       "input_layernorm, post_attention_layernorm and the final norm: one compiled function, weights as inputs"},
+       "input_layernorm, post_attention_layernorm and the final norm: one compiled function, weights as inputs",
+       kRegionRmsNorm},
       {"rope", "slice → slice → neg → concat → mul(x, cos) → mul(rot, sin) → add",
-       "q and k of every layer, prefill and decode: cos and sin are inputs"},
+       "q and k of every layer, prefill and decode: cos and sin are inputs", kRegionRope},
       {"attention",
        "repeat_kv (unsqueeze → expand → reshape) → transpose → matmul(q, kᵀ) → mul(scale) → add(mask) → to(f32) → "
        "softmax → to(dtype) → matmul(p, v) → transpose → reshape",
        "prefill with a mask (T > 1); decode attention stays eager: its KV length grows every step, and each new "
-       "shape would trace and build again"},
-      {"swiglu", "silu(gate) → mul(up)", "every MLP, between its matmuls"},
+       "shape would trace and build again",
+       kRegionAttention},
+      {"swiglu", "silu(gate) → mul(up)", "every MLP, between its matmuls", kRegionSwiglu},
   };
   return regions;
 }
