@@ -72,6 +72,9 @@ Tensor CustomOp::operator()(const std::vector<Tensor>& inputs) const {
     if (&inputs[i].device() != &inputs[0].device())
       fail(op, "input {} is on {} but input 0 is on {}", i, inputs[i].device().name(), inputs[0].device().name());
   }
+  if (!inputs.empty() && inputs[0].device().type() != DeviceType::cpu)
+    fail(op, "no CUDA kernel yet: a custom op runs its CPU implementation (inputs on {}); move them with .to(cpu())",
+         inputs[0].device().name());
   OutputSpec spec;
   try {
     spec = d.infer(inputs);

@@ -5,7 +5,7 @@
 
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
-#include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/kernels/dispatch.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -34,7 +34,7 @@ Tensor unary(const char* op, UnaryOp kind, const Tensor& x) {
   check_dtype(op, kind, x);
   // runtime: allocate, launch
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
-  if (out.numel()) runtime::launch(x.device(), cpu_kernels::unary_spec(kind, out, x), {&x}, {&out});
+  if (out.numel()) runtime::launch(x.device(), kernels::unary_spec(kind, out, x), {&x}, {&out});
   if (compiler::tracing()) compiler::record(op, {&x}, out);
   return out;
 }
@@ -51,7 +51,7 @@ Tensor binary(const char* op, BinaryOp kind, const Tensor& a, const Tensor& b) {
   check_dtype(op, kind, a);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = runtime::allocate(shape, a.dtype(), a.device());
-  if (out.numel()) runtime::launch(a.device(), cpu_kernels::binary_spec(kind, out, a, b), {&a, &b}, {&out});
+  if (out.numel()) runtime::launch(a.device(), kernels::binary_spec(kind, out, a, b), {&a, &b}, {&out});
   if (compiler::tracing()) compiler::record(op, {&a, &b}, out);
   return out;
 }
@@ -67,7 +67,7 @@ Tensor binary_scalar(const char* op, BinaryOp kind, const Tensor& x, double s, b
   }
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   if (out.numel())
-    runtime::launch(x.device(), cpu_kernels::binary_scalar_spec(kind, out, x, s, scalar_first), {&x}, {&out});
+    runtime::launch(x.device(), kernels::binary_scalar_spec(kind, out, x, s, scalar_first), {&x}, {&out});
   if (compiler::tracing()) compiler::record(op, {&x}, out, scalar_first ? compiler::TraceAttrs::lhs(s) : compiler::TraceAttrs::rhs(s));
   return out;
 }

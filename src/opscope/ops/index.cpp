@@ -4,7 +4,7 @@
 
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
-#include "opscope/kernels/cpu/index.h"
+#include "opscope/kernels/dispatch.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -52,7 +52,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   for (size_t g = 0; g < xs.size(); g += kConcatInputsPerLaunch) {
     size_t n = std::min(kConcatInputsPerLaunch, xs.size() - g);
     std::span<const Tensor> group(xs.data() + g, n);
-    LaunchSpec spec = cpu_kernels::concat_spec(out, group, a, start);
+    LaunchSpec spec = kernels::concat_spec(out, group, a, start);
     for (const Tensor& x : group) start += x.shape()[a];
     if (spec.work == 0) continue;  // only empty inputs in this group
     const Tensor* r[kConcatInputsPerLaunch];
@@ -83,7 +83,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Tensor idx = indices.contiguous();
   Tensor out = runtime::allocate(shape, weight.dtype(), weight.device());
   if (out.numel() == 0) return out;
-  runtime::launch(out.device(), cpu_kernels::embedding_spec(out, w, idx), {&w, &idx}, {&out});
+  runtime::launch(out.device(), kernels::embedding_spec(out, w, idx), {&w, &idx}, {&out});
   if (compiler::tracing()) compiler::record("embedding", {&weight, &indices}, out);
   return out;
 }

@@ -3,8 +3,7 @@
 
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
-#include "opscope/kernels/cpu/copy.h"
-#include "opscope/kernels/cpu/matmul.h"
+#include "opscope/kernels/dispatch.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -58,7 +57,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.ndim() > 1) result.push_back(N);
 
   // ---- runtime: operands sgemm can take, allocate, launch ----
-  if (a.dtype() == DType::f32) {  // a layout sgemm cannot read is copied first (its own kernel)
+  // A layout (s/c)gemm cannot read is copied first (its own kernel); cuBLAS reads no other either.
+  if (a.dtype() == DType::f32 || a.device().type() == DeviceType::cuda) {
     if (!cpu_kernels::blas_compatible(a2)) a2 = a2.contiguous();
     if (!cpu_kernels::blas_compatible(b2)) b2 = b2.contiguous();
   }
@@ -68,8 +68,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor a3 = a2.expand(a_full), b3 = b2.expand(b_full);
   Tensor out = runtime::allocate(full, a.dtype(), a.device());
   if (out.numel() > 0) {
-    if (K == 0) cpu_kernels::launch_fill(out, 0.0);  // an empty sum
-    else runtime::launch(a.device(), cpu_kernels::matmul_spec(out, a3, b3), {&a3, &b3}, {&out});
+    if (K == 0) kernels::launch_fill(out, 0.0);  // an empty sum
+    else runtime::launch(a.device(), kernels::matmul_spec(out, a3, b3), {&a3, &b3}, {&out});
   }
   return compiler::traced("matmul", {&a, &b}, Tensor(out.storage(), result, contiguous_strides(result), 0, out.dtype()));
 }

@@ -3,7 +3,7 @@
 // its own copy kernel.
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
-#include "opscope/kernels/cpu/norm.h"
+#include "opscope/kernels/dispatch.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -43,7 +43,7 @@ Tensor softmax(const Tensor& x, int64_t axis) {
   Tensor xc = x.contiguous();
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  runtime::launch(x.device(), cpu_kernels::softmax_spec(out, xc, a), {&xc}, {&out});
+  runtime::launch(x.device(), kernels::softmax_spec(out, xc, a), {&xc}, {&out});
   if (compiler::tracing()) compiler::record("softmax", {&x}, out, compiler::TraceAttrs::at_axis(axis));
   return out;
 }
@@ -59,7 +59,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  LaunchSpec spec = cpu_kernels::rms_norm_spec(out, xc, wc.defined() ? &wc : nullptr, float(eps));
+  LaunchSpec spec = kernels::rms_norm_spec(out, xc, wc.defined() ? &wc : nullptr, float(eps));
   if (wc.defined()) runtime::launch(x.device(), std::move(spec), {&xc, &wc}, {&out});
   else runtime::launch(x.device(), std::move(spec), {&xc}, {&out});
   if (compiler::tracing()) compiler::record("rms_norm", {&x, &weight}, out, compiler::TraceAttrs::eps(eps));
@@ -79,7 +79,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  LaunchSpec spec = cpu_kernels::layer_norm_spec(out, xc, wc.defined() ? &wc : nullptr,
+  LaunchSpec spec = kernels::layer_norm_spec(out, xc, wc.defined() ? &wc : nullptr,
                                                  bc.defined() ? &bc : nullptr, float(eps));
   // Undefined parameters are not read; list x in their place (reads may repeat).
   const Tensor& w_read = wc.defined() ? wc : xc;

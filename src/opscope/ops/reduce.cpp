@@ -7,7 +7,7 @@
 
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
-#include "opscope/kernels/cpu/reduce.h"
+#include "opscope/kernels/dispatch.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -66,7 +66,7 @@ Tensor reduce(const char* op, ReduceKind kind, const Tensor& x, const std::vecto
   // runtime: allocate, launch
   Tensor out = runtime::allocate(r.out_shape, dt, x.device());
   if (out.numel() == 0) return out;
-  LaunchSpec spec = cpu_kernels::reduce_spec(kind, out, x, r.axes, correction);
+  LaunchSpec spec = kernels::reduce_spec(kind, out, x, r.axes, correction);
   runtime::launch(x.device(), std::move(spec), {&x}, {&out});
   if (compiler::tracing()) compiler::record(op, {&x}, out, compiler::TraceAttrs::var(axes, keepdim, correction));
   return out;

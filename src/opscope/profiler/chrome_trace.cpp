@@ -288,8 +288,9 @@ class Writer {
         case EventKind::alloc:
         case EventKind::free:
         case EventKind::sync:
+        case EventKind::api:
           has_runtime_[e.track] = 1;
-          if (e.kind != EventKind::sync) add_device(e.device);
+          if (e.kind != EventKind::sync && e.kind != EventKind::api) add_device(e.device);
           break;
         case EventKind::kernel: break;
       }
@@ -430,6 +431,12 @@ class Writer {
         }
         break;
       }
+      case EventKind::api:  // a CUDA runtime call; launch_id when it enqueued one of ours
+        w = head(w, 'X', e, rt_[e.track]);
+        w = put_uint(arg(w, "launch_id", true), e.id);
+        w = put_uint(arg(w, "correlation_id"), e.parent);
+        w = lit(w, "}}");
+        break;
       case EventKind::sync:
         w = head(w, 'X', e, rt_[e.track]);
         w = put_int(arg(w, "device", true), e.device);
@@ -464,6 +471,7 @@ class Writer {
         w = put_uint(arg(w, "launch_id", true), e.id);
         w = put_uint(arg(w, "correlation_id"), e.parent);
         w = put_int(arg(w, "core"), t_.tracks[e.track].core);
+        if (e.stream >= 0) w = put_int(arg(w, "stream"), e.stream);  // a GPU's (CUPTI)
         w = put_int(arg(w, "bytes"), e.bytes);
         w = put_int(arg(w, "flops"), e.flops);
         w = lit(w, "}}");
@@ -505,7 +513,12 @@ class Writer {
       o += std::to_string(d.num_cores);
       o += '}';
     }
-    o += "],\"event_count\":";
+    o += ']';
+    if (!t_.device_tracing_json.empty() && nlohmann::json::accept(t_.device_tracing_json)) {
+      o += ",\"device_tracing\":";
+      o += t_.device_tracing_json;
+    }
+    o += ",\"event_count\":";
     o += std::to_string(t_.events.size());
     o += ",\"dropped\":";
     o += std::to_string(t_.dropped);

@@ -138,6 +138,11 @@ void ProfilerConfig::validate() const {
   if (layers & ~uint32_t(kFramework | kRuntime | kDevice)) fail("layers", "unknown layer bits {:#x}", layers);
   if (max_events < 1 || max_events > kMaxMaxEvents)
     fail("max_events", "{} is out of range (1..{})", max_events, kMaxMaxEvents);
+  if (cupti_buffer_kb < 16 || cupti_buffer_kb > kMaxCuptiBufferKb)
+    fail("profiler", "cupti_buffer_kb must be 16..{} (KiB per CUPTI activity buffer), not {}", kMaxCuptiBufferKb,
+         cupti_buffer_kb);
+  if (cupti_max_buffers < 1 || cupti_max_buffers > kMaxCuptiBuffers)
+    fail("profiler", "cupti_max_buffers must be 1..{}, not {}", kMaxCuptiBuffers, cupti_max_buffers);
   if (schedule) schedule->validate();
 }
 
@@ -150,6 +155,8 @@ std::string ProfilerConfig::to_json() const {
   j["record_shapes"] = record_shapes;
   j["with_stack"] = with_stack;
   j["correlate_device_time"] = correlate_device_time;
+  j["cupti_buffer_kb"] = cupti_buffer_kb;
+  j["cupti_max_buffers"] = cupti_max_buffers;
   if (schedule)
     j["schedule"] = {{"skip_first", schedule->skip_first}, {"wait", schedule->wait}, {"warmup", schedule->warmup},
                      {"active", schedule->active}, {"repeat", schedule->repeat}};
@@ -172,6 +179,15 @@ ProfilerConfig ProfilerConfig::from_env() {
       fail("OPSCOPE_PROFILE_MAX_EVENTS", "'{}' is not an event count (1..{})", v, kMaxMaxEvents);
     c.max_events = n;
   }
+  auto env_count = [](const char* name, int64_t lo, int64_t hi, int64_t& out) {
+    if (const char* v = env(name)) {
+      int64_t n;
+      if (!parse_int(v, n) || n < lo || n > hi) fail(name, "'{}' is not a count ({}..{})", v, lo, hi);
+      out = n;
+    }
+  };
+  env_count("OPSCOPE_PROFILE_CUPTI_BUFFER_KB", 16, kMaxCuptiBufferKb, c.cupti_buffer_kb);
+  env_count("OPSCOPE_PROFILE_CUPTI_MAX_BUFFERS", 1, kMaxCuptiBuffers, c.cupti_max_buffers);
   c.record_shapes = env_bool("OPSCOPE_PROFILE_SHAPES", c.record_shapes);
   c.with_stack = env_bool("OPSCOPE_PROFILE_STACK", c.with_stack);
   return c;

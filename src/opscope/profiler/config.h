@@ -50,6 +50,13 @@ struct ProfilerConfig {
   // Capacity of each buffer (one per recording host thread, one per device core); a
   // full buffer drops events and counts them.
   int64_t max_events = kDefaultMaxEvents;
+  // GPU tracing (CUPTI, with the device layer on a CUDA build): activity buffers of
+  // cupti_buffer_kb each, at most cupti_max_buffers in flight (more requests are refused
+  // and CUPTI drops their records, which count as dropped).
+  static constexpr int64_t kMaxCuptiBufferKb = int64_t(1) << 20;  // 1 GiB
+  static constexpr int64_t kMaxCuptiBuffers = 4096;
+  int64_t cupti_buffer_kb = 4096;
+  int64_t cupti_max_buffers = 64;
   bool record_shapes = false;          // input shapes and dtypes of each op
   bool with_stack = false;             // each op's call site, resolved at collection
   bool correlate_device_time = true;   // kernel device time belongs to the launching op
@@ -63,7 +70,7 @@ struct ProfilerConfig {
   std::string to_json() const;
 
   // Defaults overridden by OPSCOPE_PROFILE_DIR, _LAYERS, _CORES, _MAX_EVENTS, _SHAPES,
-  // _STACK; a bad value throws "[OPSCOPE_PROFILE_X] ..." naming the variable.
+  // _STACK, _CUPTI_BUFFER_KB, _CUPTI_MAX_BUFFERS; a bad value throws "[OPSCOPE_PROFILE_X] ..." naming the variable.
   static ProfilerConfig from_env();
   // OPSCOPE_PROFILE=1 (true when set to 1/true/yes/on; throws on a value not a boolean).
   static bool env_enabled();

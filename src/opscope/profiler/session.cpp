@@ -3,6 +3,7 @@
 #include "opscope/core/error.h"
 #include "opscope/profiler/annotate.h"
 #include "opscope/profiler/collect.h"
+#include "opscope/profiler/cupti_session.h"
 
 namespace opscope::prof {
 
@@ -74,14 +75,17 @@ void Profiler::transition(ProfilerAction from, ProfilerAction to) {
 
 void Profiler::start_trace() {
   detail::begin_window(config_, window_);
+  detail::cupti_begin(config_);  // GPU activity, when a CUDA device is there (no-op otherwise)
   recording_ = true;
 }
 
 void Profiler::stop_trace() {
   if (!recording_) return;
-  detail::end_window(window_);
+  detail::end_window(window_);  // the devices have run what the window queued
+  std::optional<DeviceActivity> gpu = detail::cupti_end();
   recording_ = false;
   trace_ = detail::collect(window_, config_);
+  if (gpu) merge_device_activity(trace_, *gpu);
   annotate_trace(trace_);
   ++collected_;
 }

@@ -285,6 +285,7 @@ void write_db(const Trace& t, const std::string& file, const std::string& shown)
     put("base_time_ns", std::to_string(t.base_time_ns));
     put("wall_time_ns", std::to_string(t.wall_time_ns));
     put("config_json", t.config_json);
+    if (!t.device_tracing_json.empty()) put("device_tracing_json", t.device_tracing_json);
     put("dropped", std::to_string(t.dropped));
     put("event_count", std::to_string(t.events.size()));
     put("producer", "opscope");
@@ -401,7 +402,7 @@ std::map<std::string, std::string> read_meta(sqlite3* db, const std::string& pat
 }
 
 bool parse_kind(std::string_view name, EventKind& k) {
-  for (int i = 0; i <= int(EventKind::kernel); ++i)
+  for (int i = 0; i <= int(kLastEventKind); ++i)
     if (name == kind_name(EventKind(i))) {
       k = EventKind(i);
       return true;
@@ -663,6 +664,7 @@ Trace load_profile(const std::string& path) {
   t.dropped = get_int("dropped", true);
   int64_t expected_events = get_int("event_count", false);
   if (auto it = meta.find("config_json"); it != meta.end()) t.config_json = it->second;
+  if (auto it = meta.find("device_tracing_json"); it != meta.end()) t.device_tracing_json = it->second;
 
   auto rows = [&](const char* sql, const char* what, auto&& row) {
     Stmt s(db, sql);

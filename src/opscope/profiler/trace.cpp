@@ -11,6 +11,7 @@ const char* kind_name(EventKind k) {
     case EventKind::free: return "free";
     case EventKind::sync: return "sync";
     case EventKind::kernel: return "kernel";
+    case EventKind::api: return "api";
   }
   return "unknown";
 }

@@ -20,7 +20,10 @@ enum class EventKind : uint8_t {
   free,      // runtime: block returned to the cache            layer runtime
   sync,      // runtime: host waited (stream/device/event/read) layer runtime
   kernel,    // device: one core executed a slice of a launch   layer device
+             // (on a GPU: a kernel, memcpy or memset on a stream, from CUPTI)
+  api,       // runtime: a CUDA runtime API call (CUPTI)        layer runtime
 };
+constexpr EventKind kLastEventKind = EventKind::api;
 const char* kind_name(EventKind k);
 
 struct TraceEvent {
@@ -50,7 +53,7 @@ struct Track {
   std::string name;     // "main thread", "thread 2", "cpu:0 core 1"
   int64_t os_tid = 0;   // host threads
   int32_t device = -1;  // device cores
-  int32_t core = -1;
+  int32_t core = -1;    // a GPU's track: its CUDA stream id ("cuda:0 stream 7")
 };
 
 struct DeviceInfo {
@@ -71,6 +74,9 @@ struct Trace {
   // Events lost because a bounded buffer was full, per track (same index), and in all.
   std::vector<int64_t> dropped_per_track;
   int64_t dropped = 0;
+  // GPU tracing (CUPTI), a JSON object: how device times were aligned to the host clock
+  // and the error bound, records CUPTI dropped, buffers used. Empty when none.
+  std::string device_tracing_json;
 };
 
 }  // namespace opscope::prof

@@ -7,6 +7,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/profiler/hooks.h"
+#include "opscope/runtime/op_scope.h"
 
 namespace opscope {
 
@@ -46,15 +47,22 @@ Block CachingAllocator::allocate(size_t nbytes) {
     }
   }
   if (!p) {
-    size_t align = size >= kLargeRound ? kLargeRound : 64;
-    p = std::aligned_alloc(align, size);
+    p = os_alloc(size);
     if (!p) {
       // Give the cache back and try once more before failing.
       empty_cache();
-      p = std::aligned_alloc(align, size);
+      p = os_alloc(size);
     }
-    if (!p) fail("allocator", "out of memory on cpu:{} allocating {} bytes", device_index_, size);
-    if (size >= kLargeRound) madvise(p, size, MADV_HUGEPAGE);
+    if (!p) {
+      AllocatorStats st = stats();
+      const char* op = OpScope::current();
+      if (backend_)
+        fail(op[0] ? op : "allocator",
+             "{}: out of memory allocating {} bytes (allocated {}, reserved {}); the cache was emptied and the "
+             "allocation retried: free tensors or use smaller shapes",
+             backend_->device_name, size, st.allocated, st.reserved);
+      fail("allocator", "out of memory on cpu:{} allocating {} bytes", device_index_, size);
+    }
     std::lock_guard<SpinLock> g(m_);
     stats_.num_os_allocs++;
     stats_.reserved += int64_t(size);
@@ -64,6 +72,19 @@ Block CachingAllocator::allocate(size_t nbytes) {
   }
   if (prof::layers() & prof::kRuntime) prof::on_alloc(device_index_, p, int64_t(size), now);
   return Block{p, size};
+}
+
+void* CachingAllocator::os_alloc(size_t size) {
+  if (backend_) return backend_->alloc(size, backend_->ctx);
+  size_t align = size >= kLargeRound ? kLargeRound : 64;
+  void* p = std::aligned_alloc(align, size);
+  if (p && size >= kLargeRound) madvise(p, size, MADV_HUGEPAGE);
+  return p;
+}
+
+void CachingAllocator::os_free(void* p, size_t size) {
+  if (backend_) backend_->free(p, size, backend_->ctx);
+  else std::free(p);
 }
 
 void CachingAllocator::free(Block b) {
@@ -81,7 +102,7 @@ void CachingAllocator::free(Block b) {
 void CachingAllocator::empty_cache() {
   std::lock_guard<SpinLock> g(m_);
   for (auto& [size, blocks] : free_) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) os_free(p, size);
     stats_.reserved -= int64_t(size * blocks.size());
   }
   free_.clear();

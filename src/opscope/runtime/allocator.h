@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "opscope/core/spinlock.h"
@@ -24,9 +25,20 @@ struct Block {
   size_t size = 0;  // rounded size, as held by the allocator
 };
 
+// Where a device's memory comes from when the cache has no block: the CPU device uses
+// aligned_alloc (no backend); the CUDA device cudaMalloc/cudaFree. `alloc` returns null
+// when the device is out of memory (other failures throw).
+struct AllocatorBackend {
+  void* (*alloc)(size_t size, void* ctx) = nullptr;
+  void (*free)(void* p, size_t size, void* ctx) = nullptr;
+  void* ctx = nullptr;
+  std::string device_name;  // "cuda:0", for messages
+};
+
 class CachingAllocator {
  public:
-  explicit CachingAllocator(int device_index) : device_index_(device_index) {}
+  explicit CachingAllocator(int device_index, const AllocatorBackend* backend = nullptr)
+      : device_index_(device_index), backend_(backend) {}
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -42,7 +54,11 @@ class CachingAllocator {
   static size_t round_size(size_t nbytes);
 
  private:
+  void* os_alloc(size_t size);
+  void os_free(void* p, size_t size);
+
   int device_index_;
+  const AllocatorBackend* backend_;  // null: host memory (the CPU device)
   // The host thread writes these at every allocation; their own cache lines keep the
   // device's cores (which poll nearby fields) from missing on them.
   alignas(64) mutable SpinLock m_;

@@ -20,7 +20,10 @@ int claim_index() {
 }
 }  // namespace
 
-Device::Device(DeviceType t) : type_(t), index_(claim_index()), allocator_(index_) {
+Device::Device(DeviceType t) : Device(t, -1, nullptr) {}
+
+Device::Device(DeviceType t, int ordinal, const AllocatorBackend* backend)
+    : type_(t), index_(claim_index()), ordinal_(ordinal >= 0 ? ordinal : index_), allocator_(index_, backend) {
   g_devices[index_].store(this);
   streams_[0] = std::make_unique<Stream>(*this, 0);
   num_streams_.store(1, std::memory_order_release);
@@ -34,7 +37,7 @@ Device* Device::by_index(int index) {
   return d == kReserved ? nullptr : d;
 }
 
-std::string Device::name() const { return fmt::format("{}:{}", type_ == DeviceType::cpu ? "cpu" : "cuda", index_); }
+std::string Device::name() const { return fmt::format("{}:{}", type_ == DeviceType::cpu ? "cpu" : "cuda", ordinal_); }
 
 Stream& Device::create_stream() {
   std::lock_guard<std::mutex> g(streams_m_);

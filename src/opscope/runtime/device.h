@@ -26,7 +26,7 @@ class Device {
   DeviceType type() const { return type_; }
   // Process-wide index (also the allocator's and the profiler's device id).
   int index() const { return index_; }
-  // "cpu:0"
+  // "cpu:0", "cuda:0" (a CUDA device is named by its CUDA ordinal)
   std::string name() const;
   virtual int num_cores() const = 0;
   // One line for tables and profiles: kind, cores, ISA.
@@ -48,10 +48,14 @@ class Device {
 
  protected:
   explicit Device(DeviceType t);
+  // A device numbered `ordinal` by its driver (the name's number), whose memory comes
+  // from `backend` (owned by the subclass, which empties the cache before it goes).
+  Device(DeviceType t, int ordinal, const AllocatorBackend* backend);
 
  private:
   DeviceType type_;
   int index_;
+  int ordinal_;
   CachingAllocator allocator_;  // written at every allocation: kept off the lines below
   // Read by the scheduler in its poll loop, so on lines of their own.
   alignas(64) std::array<std::unique_ptr<Stream>, kMaxStreams> streams_;

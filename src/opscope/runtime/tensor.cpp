@@ -8,6 +8,7 @@
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/copy.h"
+#include "opscope/kernels/dispatch.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
@@ -225,7 +226,7 @@ Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
   OPSCOPE_OP("contiguous", this);
   Tensor out = runtime::allocate(shape_, dtype_, device());
-  cpu_kernels::launch_copy(out, *this);
+  kernels::launch_copy(out, *this);
   if (compiler::tracing()) compiler::record("contiguous", {this}, out);
   return out;
 }
@@ -234,7 +235,7 @@ Tensor Tensor::clone() const {
   OPSCOPE_OP("clone", this);
   check_defined(*this, "clone");
   Tensor out = runtime::allocate(shape_, dtype_, device());
-  cpu_kernels::launch_copy(out, *this);
+  kernels::launch_copy(out, *this);
   if (compiler::tracing()) compiler::record("clone", {this}, out);
   return out;
 }
@@ -244,8 +245,26 @@ Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   OPSCOPE_OP("to", this);
   Tensor out = runtime::allocate(shape_, dtype, device());
-  cpu_kernels::launch_copy(out, *this);
+  kernels::launch_copy(out, *this);
   if (compiler::tracing()) compiler::record("to", {this}, out, compiler::TraceAttrs::cast(dtype));
+  return out;
+}
+
+Tensor Tensor::to(Device& dev) const {
+  OPSCOPE_OP("to", this);
+  check_defined(*this, "to");
+  if (&dev == &device()) return *this;
+  if (device().type() == DeviceType::cuda && dev.type() == DeviceType::cuda)
+    return to(cpu()).to(dev);  // no peer copies yet: through the host
+  Tensor src = contiguous();
+  Tensor out = runtime::allocate(shape_, dtype_, dev);
+  if (numel() == 0) return out;
+#if OPSCOPE_HAVE_CUDA
+  if (dev.type() == DeviceType::cuda) cuda_kernels::launch_h2d(out, src);
+  else cuda_kernels::copy_d2h(out, src);
+#else
+  fail("to", "copies between {} and {} need the CUDA device, which this build has not", device().name(), dev.name());
+#endif
   return out;
 }
 
@@ -254,6 +273,7 @@ std::vector<float> Tensor::to_float_vector() const {
   check_defined(*this, "to_host");
   std::vector<float> out(static_cast<size_t>(numel()));
   if (numel() == 0) return out;
+  if (device().type() != DeviceType::cpu) return to(cpu()).to_float_vector();  // device to host, then read
   Stream& s = current_stream(device());
   cpu_kernels::launch_to_host_f32(out.data(), *this);
   s.synchronize();
@@ -268,6 +288,7 @@ std::vector<T> Tensor::to_vector() const {
     fail("to_host", "to_vector<{}> on a tensor of dtype {}", dtype_name(dtype_of<T>::value), dtype_name(dtype_));
   std::vector<T> out(static_cast<size_t>(numel()));
   if (numel() == 0) return out;
+  if (device().type() != DeviceType::cpu) return to(cpu()).to_vector<T>();  // device to host, then read
   Tensor c = contiguous();
   Stream& s = current_stream(device());
   cpu_kernels::launch_to_host_bytes(out.data(), c);
@@ -294,6 +315,9 @@ std::string Tensor::str() const {
 // ---- creation ----
 namespace {
 Device& dev_or_cpu(Device* d) { return d ? *d : cpu(); }
+// Values made by a host-side generator (arange, host data, seeded random numbers) for
+// another device: made on the CPU device and copied, so a seed gives the same values.
+bool on_host_first(Device* d) { return d && d->type() != DeviceType::cpu; }
 }  // namespace
 
 Tensor empty(const Shape& shape, DType dtype, Device* device) {
@@ -304,7 +328,7 @@ Tensor empty(const Shape& shape, DType dtype, Device* device) {
 Tensor full(const Shape& shape, double value, DType dtype, Device* device) {
   OPSCOPE_OP("full");
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
-  if (t.numel()) cpu_kernels::launch_fill(t, value);
+  if (t.numel()) kernels::launch_fill(t, value);
   if (compiler::tracing()) compiler::record_creation(t);
   return t;
 }
@@ -314,6 +338,7 @@ Tensor ones(const Shape& shape, DType dtype, Device* device) { return full(shape
 Tensor arange(double start, double stop, double step, DType dtype, Device* device) {
   OPSCOPE_OP("arange");
   if (step == 0) fail("arange", "step must not be 0");
+  if (on_host_first(device)) return arange(start, stop, step, dtype, nullptr).to(*device);
   double span = (stop - start) / step;
   int64_t n = span > 0 ? int64_t(std::ceil(span)) : 0;
   Tensor t = runtime::allocate({n}, dtype, dev_or_cpu(device));
@@ -326,6 +351,7 @@ Tensor from_host(const std::vector<float>& values, const Shape& shape, DType dty
   OPSCOPE_OP("from_host");
   if (int64_t(values.size()) != shape.numel())
     fail("from_host", "{} values given for shape {} ({} elements)", values.size(), shape.str(), shape.numel());
+  if (on_host_first(device)) return from_host(values, shape, dtype, nullptr).to(*device);
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_from_host_f32(t, std::make_shared<const std::vector<float>>(values));
   if (compiler::tracing()) compiler::record_creation(t);
@@ -336,6 +362,7 @@ Tensor from_host_i64(const std::vector<int64_t>& values, const Shape& shape, Dev
   OPSCOPE_OP("from_host");
   if (int64_t(values.size()) != shape.numel())
     fail("from_host", "{} values given for shape {} ({} elements)", values.size(), shape.str(), shape.numel());
+  if (on_host_first(device)) return from_host_i64(values, shape, nullptr).to(*device);
   Tensor t = runtime::allocate(shape, DType::i64, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_from_host_i64(t, std::make_shared<const std::vector<int64_t>>(values));
   if (compiler::tracing()) compiler::record_creation(t);
@@ -345,6 +372,7 @@ Tensor from_host_i64(const std::vector<int64_t>& values, const Shape& shape, Dev
 Tensor randn(const Shape& shape, uint64_t seed, DType dtype, Device* device, float mean, float stddev) {
   OPSCOPE_OP("randn");
   if (!is_floating(dtype)) fail("randn", "dtype {} is not a floating type", dtype_name(dtype));
+  if (on_host_first(device)) return randn(shape, seed, dtype, nullptr, mean, stddev).to(*device);
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_random(t, seed, true, mean, stddev);
   if (compiler::tracing()) compiler::record_creation(t);
@@ -354,6 +382,7 @@ Tensor randn(const Shape& shape, uint64_t seed, DType dtype, Device* device, flo
 Tensor rand(const Shape& shape, uint64_t seed, DType dtype, Device* device, float low, float high) {
   OPSCOPE_OP("rand");
   if (!is_floating(dtype)) fail("rand", "dtype {} is not a floating type", dtype_name(dtype));
+  if (on_host_first(device)) return rand(shape, seed, dtype, nullptr, low, high).to(*device);
   Tensor t = runtime::allocate(shape, dtype, dev_or_cpu(device));
   if (t.numel()) cpu_kernels::launch_random(t, seed, false, low, high);
   if (compiler::tracing()) compiler::record_creation(t);

@@ -68,6 +68,9 @@ class Tensor {
   Tensor contiguous() const;      // itself if already contiguous
   Tensor clone() const;
   Tensor to(DType dtype) const;   // itself if already that dtype
+  // A copy on `dev` (itself if already there): host to CUDA is an async copy launch;
+  // CUDA to host synchronizes (through a pinned buffer), as reading values does.
+  Tensor to(Device& dev) const;
 
   // ---- host access (synchronizes; rethrows kernel errors) ----
   // Values converted to f32 (floating and integer dtypes alike), in row-major order.

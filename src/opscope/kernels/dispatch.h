@@ -1,0 +1,68 @@
+// Picks a kernel by the device of the op's output: the one place where the ops choose
+// between cpu_kernels and cuda_kernels. Without the CUDA device in this build no tensor
+// can live on one, so these are the CPU kernels alone.
+#pragma once
+#include <span>
+
+#include "opscope/kernels/cpu/copy.h"
+#include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/kernels/cpu/index.h"
+#include "opscope/kernels/cpu/matmul.h"
+#include "opscope/kernels/cpu/norm.h"
+#include "opscope/kernels/cpu/reduce.h"
+#include "opscope/runtime/device.h"
+#if OPSCOPE_HAVE_CUDA
+#include "opscope/cuda/kernels.h"
+#define OPSCOPE_KERNEL(t, call) \
+  ((t).device().type() == ::opscope::DeviceType::cuda ? ::opscope::cuda_kernels::call : ::opscope::cpu_kernels::call)
+#define OPSCOPE_KERNEL_VOID(t, call)                                               \
+  do {                                                                             \
+    if ((t).device().type() == ::opscope::DeviceType::cuda) ::opscope::cuda_kernels::call; \
+    else ::opscope::cpu_kernels::call;                                             \
+  } while (0)
+#else
+#define OPSCOPE_KERNEL(t, call) (::opscope::cpu_kernels::call)
+#define OPSCOPE_KERNEL_VOID(t, call) ::opscope::cpu_kernels::call
+#endif
+
+namespace opscope::kernels {
+
+using cpu_kernels::BinaryOp;
+using cpu_kernels::ReduceKind;
+using cpu_kernels::UnaryOp;
+
+inline LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
+  return OPSCOPE_KERNEL(out, unary_spec(op, out, x));
+}
+inline LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  return OPSCOPE_KERNEL(out, binary_spec(op, out, a, b));
+}
+inline LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, double s, bool scalar_first) {
+  return OPSCOPE_KERNEL(out, binary_scalar_spec(op, out, x, s, scalar_first));
+}
+inline LaunchSpec softmax_spec(const Tensor& out, const Tensor& x, int axis) {
+  return OPSCOPE_KERNEL(out, softmax_spec(out, x, axis));
+}
+inline LaunchSpec rms_norm_spec(const Tensor& out, const Tensor& x, const Tensor* w, float eps) {
+  return OPSCOPE_KERNEL(out, rms_norm_spec(out, x, w, eps));
+}
+inline LaunchSpec layer_norm_spec(const Tensor& out, const Tensor& x, const Tensor* w, const Tensor* b, float eps) {
+  return OPSCOPE_KERNEL(out, layer_norm_spec(out, x, w, b, eps));
+}
+inline LaunchSpec reduce_spec(ReduceKind kind, const Tensor& out, const Tensor& x, std::span<const int> axes,
+                              int64_t correction) {
+  return OPSCOPE_KERNEL(out, reduce_spec(kind, out, x, axes, correction));
+}
+inline LaunchSpec concat_spec(const Tensor& out, std::span<const Tensor> xs, int axis, int64_t start) {
+  return OPSCOPE_KERNEL(out, concat_spec(out, xs, axis, start));
+}
+inline LaunchSpec embedding_spec(const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  return OPSCOPE_KERNEL(out, embedding_spec(out, weight, indices));
+}
+inline LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return OPSCOPE_KERNEL(out, matmul_spec(out, a, b));
+}
+inline void launch_copy(const Tensor& dst, const Tensor& src) { OPSCOPE_KERNEL_VOID(dst, launch_copy(dst, src)); }
+inline void launch_fill(const Tensor& dst, double value) { OPSCOPE_KERNEL_VOID(dst, launch_fill(dst, value)); }
+
+}  // namespace opscope::kernels
