@@ -24,9 +24,18 @@
 #include "opscope/compiler/tracer.h"
 #include "opscope/core/error.h"
 #include "opscope/runtime/device.h"
+#include "opscope/runtime/cuda.h"
 #include "opscope/runtime/op_scope.h"
+#if OPSCOPE_HAVE_CUDA
+#include "opscope/cuda/compiled.h"
+#endif
 
 namespace opscope {
+
+namespace compiler {
+// compile_graph for the device the inputs are on (nullptr: the CPU).
+Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& rep, Device* dev);
+}  // namespace compiler
 
 namespace compiler::detail {
 
@@ -136,7 +145,7 @@ std::shared_ptr<Entry> build(CompiledState& st, const std::vector<Tensor>& input
   }
   rep.traced_graph = g.str();
   rep.trace_ms = ms_since(t0);
-  e->exe = compile_graph(std::move(g), st.opts, rep);
+  e->exe = compile_graph_on(std::move(g), st.opts, rep, inputs.empty() ? nullptr : &inputs[0].device());
   return e;
 }
 
@@ -146,7 +155,30 @@ std::shared_ptr<Entry> build(CompiledState& st, const std::vector<Tensor>& input
 
 namespace compiler {
 
+namespace {
+
+// The fused kernels of `g` compiled for the CUDA device `dev` (compiled.h), per node.
+void compile_for_cuda(const Graph& g, const std::vector<FusedKernel*>& kernels, Device& dev,
+                      const CompileOptions& opts, CompileReport& rep, Executable& exe) {
+#if OPSCOPE_HAVE_CUDA
+  std::vector<const FusedKernel*> ks(kernels.begin(), kernels.end());
+  auto loaded = cuda_impl::load_compiled_kernels(ks, dev, opts.cache_dir, rep);
+  exe.device_kernels.assign(g.nodes.size(), nullptr);
+  size_t k = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].kind == OpKind::fused) exe.device_kernels[i] = loaded.at(k++);
+#else
+  fail("compile", "{}: the inputs are on {} but {}", rep.name, dev.name(), cuda_unavailable_reason());
+#endif
+}
+
+}  // namespace
+
 Executable compile_graph(Graph g, const CompileOptions& opts, CompileReport& rep) {
+  return compile_graph_on(std::move(g), opts, rep, nullptr);
+}
+
+Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& rep, Device* dev) {
   bool explain = opts.explain || detail::env_flag("OPSCOPE_COMPILE_EXPLAIN");
   Executable exe;
   exe.name = rep.name.empty() ? g.name : rep.name;
@@ -182,11 +214,14 @@ Executable compile_graph(Graph g, const CompileOptions& opts, CompileReport& rep
   }
   exe.entries.assign(g.nodes.size(), nullptr);
   if (!kernels.empty()) {
-    rep.source = generate_library(kernels);
-    for (FusedKernel* k : kernels) {
-      rep.kernels.push_back(k->name);
-      rep.symbols.push_back(k->symbol);
+    for (FusedKernel* k : kernels) rep.kernels.push_back(k->name);
+    if (dev && dev->type() == DeviceType::cuda) {  // CUDA C through NVRTC instead of C++
+      compile_for_cuda(g, kernels, *dev, opts, rep, exe);
+      exe.graph = std::move(g);
+      return exe;
     }
+    rep.source = generate_library(kernels);
+    for (FusedKernel* k : kernels) rep.symbols.push_back(k->symbol);
     rep.codegen_ms = detail::ms_since(t0);
 
     // build or load the artifact
@@ -265,6 +300,9 @@ void check_inputs(const std::string& name, const std::vector<Tensor>& xs) {
     if (&xs[i].device() != &xs[0].device())
       fail(name, "input {} is on {} but input 0 is on {}", i, xs[i].device().name(), xs[0].device().name());
   }
+  // Before tracing (which runs the function on the device): say plainly why not.
+  if (!xs.empty() && xs[0].device().type() == DeviceType::cuda && !cuda_available())
+    fail("compile", "{}: the inputs are on {} but {}", name, xs[0].device().name(), cuda_unavailable_reason());
 }
 }  // namespace
 

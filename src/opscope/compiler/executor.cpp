@@ -19,8 +19,8 @@ void check_layout(const std::string& fn, const Graph& g, int v, const Tensor& t)
        t.shape().str(), dtype_name(t.dtype()), t.strides().str(), type_str(val));
 }
 
-void launch_fused(const std::string& fn, const Graph& g, const Node& n, KernelEntry entry, std::vector<Tensor>& vals,
-                  Device& dev) {
+void launch_fused(const std::string& fn, const Graph& g, const Node& n, KernelEntry entry,
+                  std::shared_ptr<const DeviceKernel> device_kernel, std::vector<Tensor>& vals, Device& dev) {
   const FusedKernel& k = *n.attrs.kernel;
   std::vector<void*> args;
   std::vector<const Tensor*> reads, writes;
@@ -45,9 +45,16 @@ void launch_fused(const std::string& fn, const Graph& g, const Node& n, KernelEn
   spec.grain = k.grain();
   spec.bytes = bytes;
   spec.flops = k.flops();
-  spec.body = [entry, args = std::move(args), name = k.name](int64_t b, int64_t e) {
-    if (entry(args.data(), b, e) != 0) fail(name, "kernel {} could not allocate its scratch rows", name);
-  };
+  if (device_kernel) {
+    // One launch of the whole grid, enqueued by the device's scheduler (as its eager kernels).
+    spec.work = 1;
+    spec.grain = 1;
+    spec.body = [k = std::move(device_kernel), args = std::move(args)](int64_t, int64_t) { k->launch(args.data()); };
+  } else {
+    spec.body = [entry, args = std::move(args), name = k.name](int64_t b, int64_t e) {
+      if (entry(args.data(), b, e) != 0) fail(name, "kernel {} could not allocate its scratch rows", name);
+    };
+  }
   runtime::launch(dev, std::move(spec), std::span<const Tensor* const>(reads), std::span<const Tensor* const>(writes));
 }
 
@@ -62,8 +69,12 @@ Tensor Executable::run(const std::vector<Tensor>& inputs) const {
       case OpKind::input: vals[size_t(n.outputs[0])] = inputs[size_t(n.attrs.axis)]; break;
       case OpKind::constant: break;  // made only where an eager op needs a tensor
       case OpKind::fused:
+        if (i < device_kernels.size() && device_kernels[i]) {
+          launch_fused(name, graph, n, nullptr, device_kernels[i], vals, dev);
+          break;
+        }
         if (entries[i]) {
-          launch_fused(name, graph, n, entries[i], vals, dev);
+          launch_fused(name, graph, n, entries[i], nullptr, vals, dev);
           break;
         }
         [[fallthrough]];

@@ -16,6 +16,14 @@ class Device;
 
 namespace opscope::compiler {
 
+// A fused kernel compiled for a GPU (src/opscope/cuda/compiled.h): the body of its
+// launch enqueues it on the launching stream with `args` (operands, then results).
+class DeviceKernel {
+ public:
+  virtual ~DeviceKernel() = default;
+  virtual void launch(void* const* args) const = 0;
+};
+
 // A generated kernel's entry point: rows (or element blocks) [begin, end). Returns 0, or
 // 1 when it could not allocate its scratch rows.
 using KernelEntry = int (*)(void* const* args, long long begin, long long end);
@@ -25,6 +33,8 @@ struct Executable {
   Graph graph;
   std::vector<KernelEntry> entries;  // per node (null unless fused)
   std::shared_ptr<Library> library;  // keeps the entries loaded
+  // Per node, for a graph compiled for a GPU (null elsewhere); used instead of entries.
+  std::vector<std::shared_ptr<const DeviceKernel>> device_kernels;
 
   // Runs the graph on `inputs` (the signature it was compiled for).
   Tensor run(const std::vector<Tensor>& inputs) const;
