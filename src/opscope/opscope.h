@@ -7,6 +7,7 @@
 #include "opscope/models/llama.h"
 #include "opscope/ops/custom.h"
 #include "opscope/ops/ops.h"
+#include "opscope/runtime/cuda.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/stream.h"
 #include "opscope/runtime/tensor.h"
