@@ -185,10 +185,17 @@ void merge_device_activity(Trace& trace, const DeviceActivity& a) {
     e.kind = EventKind::kernel;
     if (!fill(e, k.start, k.end, k.correlation)) continue;
     e.name = kernel_name(k.name);
-    // One GPU kernel is the whole launch: its bytes and flops are the launch's.
+    // One GPU kernel is the whole launch: its bytes and flops are the launch's, and so is
+    // its name ("rms_norm_f32", as on the CPU device, so tables and diffs match across
+    // devices); the device function CUPTI saw stays as its source.
     if (auto le = launch_event.find(e.id); e.id && le != launch_event.end()) {
-      e.bytes = trace.events[le->second].bytes;
-      e.flops = trace.events[le->second].flops;
+      const TraceEvent& launch = trace.events[le->second];
+      e.bytes = launch.bytes;
+      e.flops = launch.flops;
+      if (!launch.name.empty()) {
+        e.source = std::move(e.name);
+        e.name = launch.name;
+      }
     }
     e.device = device(k.device);
     e.stream = int32_t(k.stream);

@@ -45,7 +45,8 @@ struct TraceEvent {
   int32_t device = -1;
   int32_t stream = -1;
   std::string shapes;  // op with record_shapes: "[(4, 4096) f32, (4096) f32]"
-  std::string source;  // op with with_stack: "examples/rmsnorm.cpp:42 (naive_rms_norm)"
+  std::string source;  // op with with_stack: "examples/rmsnorm.cpp:42 (naive_rms_norm)";
+                       // GPU kernel: the device function CUPTI recorded ("rms_norm_warp<float>(...)")
 };
 
 struct Track {
