@@ -21,23 +21,14 @@
 #include "opscope/runtime/cuda.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/tensor.h"
+#include "test_util.h"
 
 using namespace opscope;
+using opscope::test_util::error_of;
+using opscope::test_util::starts_with;
 using namespace opscope::prof;
 
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
 constexpr int64_t kBase = 1'000'000'000;  // the trace's CLOCK_MONOTONIC at t = 0
 

@@ -13,8 +13,10 @@
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/device.h"
+#include "test_util.h"
 
 using namespace opscope;
+using opscope::test_util::starts_with;
 using namespace opscope::models;
 namespace fs = std::filesystem;
 
@@ -42,8 +44,6 @@ std::string error_of(F&& f) {
   }
   return "(no error)";
 }
-
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
 // Compiled regions build kernels: one cache folder for the suite, removed after it.
 class LlamaCompiled : public ::testing::Test {

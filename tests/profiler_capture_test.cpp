@@ -22,24 +22,14 @@
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
 #include "opscope/runtime/tensor.h"
+#include "test_util.h"
 
 using namespace opscope;
+using opscope::test_util::error_of;
+using opscope::test_util::starts_with;
 using namespace opscope::prof;
 
 namespace {
-
-// Runs `f` and returns the message of the opscope::Error it throws ("" if none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
 std::vector<const TraceEvent*> events_of(const Trace& t, EventKind k, const std::string& name = "") {
   std::vector<const TraceEvent*> out;
