@@ -107,7 +107,7 @@ if [[ -f "$BUNDLE" ]]; then
     # CUDA's libraries: the toolkit's folder, else the pip wheels' (nvidia/*/lib).
     cuda_libs=$(python3 - 2> /dev/null <<'PY' || true
 import glob, site
-dirs = glob.glob("/usr/local/cuda/lib64") + glob.glob("/usr/local/cuda/targets/x86_64-linux/lib")
+dirs = glob.glob("/usr/local/cuda/lib64") + glob.glob("/usr/local/cuda/targets/x86_64-linux/lib") + glob.glob("/usr/local/cuda/extras/CUPTI/lib64")
 for p in site.getsitepackages():
     dirs += sorted(glob.glob(p + "/nvidia/*/lib")) + sorted(glob.glob(p + "/nvidia/cu13/lib"))
 print(":".join(dirs))
