@@ -9,9 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPU_BUNDLE_BUILD_DIR:-build-gpu-bundle}
+mkdir -p "$B"
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPSCOPE_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DOPSCOPE_EXPLORER_UI=OFF > "$B.cmake.log" 2>&1 || { cat "$B.cmake.log"; exit 1; }
-grep -q 'building the CUDA device' "$B.cmake.log" || { echo "gpu-bundle: CMake found no CUDA toolkit: nothing to bundle" >&2; exit 1; }
+  -DOPSCOPE_EXPLORER_UI=OFF > "$B/gpu-bundle.cmake.log" 2>&1 || { cat "$B/gpu-bundle.cmake.log"; exit 1; }
+grep -q 'building the CUDA device' "$B/gpu-bundle.cmake.log" || { echo "gpu-bundle: CMake found no CUDA toolkit: nothing to bundle" >&2; exit 1; }
 ninja -C "$B" -j "${GPU_BUNDLE_JOBS:-2}" opscope_tests gpu_rmsnorm_bench
 
 stage=$(mktemp -d)
