@@ -156,7 +156,8 @@ TEST(CuptiConvert, CopiesCarryBytesForBandwidth) {
   EXPECT_EQ(set->bytes, 256);
   // key_averages' GB/s for the launching op uses them.
   int64_t to_device_ns = -1;
-  for (const KeyAverage& r : key_averages(t).rows())
+  KeyAverages ka = key_averages(t);
+  for (const KeyAverage& r : ka.rows())
     if (r.kind == EventKind::op && r.name == "to") to_device_ns = r.device_total_ns;
   EXPECT_EQ(to_device_ns, 1000);
 }
