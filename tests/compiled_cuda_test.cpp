@@ -19,21 +19,14 @@
 #include "opscope/runtime/cuda.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/runtime.h"
+#include "test_util.h"
 
 using namespace opscope;
+using opscope::test_util::error_of;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 // A cache folder of this test only.
 struct TempCache {
@@ -78,12 +71,12 @@ TEST(CompiledCuda, CudaInputsWithoutGpuAreAClearError) {
   Tensor x = runtime::allocate({4, 64}, DType::f32, *fake);
   Tensor w = runtime::allocate({64}, DType::f32, *fake);
   auto f = compile([](const Tensor& a, const Tensor& b) { return cases::naive_rms_norm(a, b); }, "rms_on_cuda");
-  std::string msg = message_of([&] { f(x, w); });
+  std::string msg = error_of([&] { f(x, w); });
   EXPECT_EQ(msg.rfind("[compile] rms_on_cuda: ", 0), 0u) << msg;
   EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
   EXPECT_NE(msg.find(cuda_unavailable_reason()), std::string::npos) << msg;
   EXPECT_EQ(f.num_signatures(), 0u);  // nothing half-compiled is kept
-  msg = message_of([&] { f.report({x, w}); });
+  msg = error_of([&] { f.report({x, w}); });
   EXPECT_EQ(msg.rfind("[compile] rms_on_cuda: ", 0), 0u) << msg;
   // The same function still compiles and runs on the CPU.
   Tensor xc = randn({4, 64}, 1), wc = rand({64}, 2, DType::f32, nullptr, 0.5f, 1.5f);

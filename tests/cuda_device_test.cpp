@@ -16,40 +16,33 @@
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/stream.h"
 #include "opscope/runtime/tensor.h"
+#include "test_util.h"
 
 using namespace opscope;
+using opscope::test_util::error_of;
 
 namespace {
 
 #define SKIP_WITHOUT_GPU() \
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason()
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
 TEST(CudaDevice, UnavailableIsAClearError) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA GPU is present: the unavailable path is not reachable";
   std::string reason = cuda_unavailable_reason();
   EXPECT_FALSE(reason.empty());
   EXPECT_EQ(cuda_device_count(), 0);
-  std::string msg = message_of([] { cuda(0); });
+  std::string msg = error_of([] { cuda(0); });
   EXPECT_EQ(msg.rfind("[cuda] cuda:0: ", 0), 0u) << msg;
   EXPECT_NE(msg.find(reason), std::string::npos) << msg;
   // Asking again gives the same answer (no half-made device is left behind).
-  EXPECT_EQ(message_of([] { cuda(0); }), msg);
+  EXPECT_EQ(error_of([] { cuda(0); }), msg);
   // The CPU device keeps working.
   Tensor a = from_host({1, 2, 3}, {3}), b = from_host({10, 20, 30}, {3});
   EXPECT_EQ(add(a, b).to_vector<float>(), (std::vector<float>{11, 22, 33}));
 }
 
 TEST(CudaDevice, BadOrdinalIsAClearError) {
-  std::string msg = message_of([] { cuda(99); });
+  std::string msg = error_of([] { cuda(99); });
   EXPECT_EQ(msg.rfind("[cuda] cuda:99", 0), 0u) << msg;
 }
 
@@ -216,17 +209,17 @@ TEST(CudaDevice, AsyncSemanticsAndErrors) {
   // A bad index surfaces at the next synchronize, naming the op; the device works on.
   Tensor table = randn({4, 8}, 19, DType::f32, &g);
   Tensor e = embedding(table, from_host_i64({1, 9}, {2}, &g));
-  std::string msg = message_of([&] { s.synchronize(); });
+  std::string msg = error_of([&] { s.synchronize(); });
   EXPECT_EQ(msg.rfind("[embedding] cuda:0", 0), 0u) << msg;
   EXPECT_NE(msg.find("index 9"), std::string::npos) << msg;
   EXPECT_EQ(add(from_host({1}, {1}, DType::f32, &g), 1.0).item(), 2.0f);
   // Mixed devices.
-  msg = message_of([&] { add(randn({2}, 1), randn({2}, 1, DType::f32, &g)); });
+  msg = error_of([&] { add(randn({2}, 1), randn({2}, 1, DType::f32, &g)); });
   EXPECT_EQ(msg.rfind("[add] ", 0), 0u) << msg;
   EXPECT_NE(msg.find("cpu:0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
   // No CUDA kernel for integer math yet: a clear error at the call.
-  msg = message_of([&] { add(from_host_i64({1}, {1}, &g), 1.0); });
+  msg = error_of([&] { add(from_host_i64({1}, {1}, &g), 1.0); });
   EXPECT_EQ(msg.rfind("[add] no CUDA kernel yet", 0), 0u) << msg;
 }
 
@@ -240,7 +233,7 @@ TEST(CudaDevice, AllocatorReuseAndOutOfMemory) {
   AllocatorStats after = g.allocator().stats();
   EXPECT_EQ(after.num_cache_hits, before.num_cache_hits + 1);
   EXPECT_EQ(after.num_os_allocs, before.num_os_allocs);
-  std::string msg = message_of([&] { empty({int64_t(1) << 42}, DType::f32, &g); });  // 16 TiB
+  std::string msg = error_of([&] { empty({int64_t(1) << 42}, DType::f32, &g); });  // 16 TiB
   EXPECT_EQ(msg.rfind("[empty] cuda:0: out of memory allocating", 0), 0u) << msg;
   EXPECT_NE(msg.find("reserved"), std::string::npos) << msg;
   EXPECT_EQ(add(from_host({1}, {1}, DType::f32, &g), 1.0).item(), 2.0f);  // still usable

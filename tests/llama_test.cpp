@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 using namespace opscope;
+using opscope::test_util::error_of;
 using opscope::test_util::starts_with;
 using namespace opscope::models;
 namespace fs = std::filesystem;
@@ -33,16 +34,6 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double d = 0;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
   return d;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // Compiled regions build kernels: one cache folder for the suite, removed after it.

@@ -6,7 +6,8 @@
 
 namespace opscope::test_util {
 
-// Runs `f` and returns the message of the opscope::Error it throws ("" if none).
+// Runs `f` and returns the message of the opscope::Error it throws ("(no error)" if none,
+// which reads plainly in a failed expectation).
 template <class F>
 std::string error_of(F&& f) {
   try {
@@ -14,7 +15,7 @@ std::string error_of(F&& f) {
   } catch (const Error& e) {
     return e.what();
   }
-  return "";
+  return "(no error)";
 }
 
 inline bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
