@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -256,6 +257,78 @@ TEST(CudaDevice, CrossStreamWaits) {
   g.default_stream().wait(e);
   g.synchronize();
   EXPECT_TRUE(e.query());
+}
+
+TEST(CudaDevice, KernelsLaunchedWhileTheGpuIsBusySucceed) {
+  SKIP_WITHOUT_GPU();
+  Device& g = cuda(0);
+  // While the matmuls run, the scheduler polls their events ("not ready") and launches
+  // the elementwise kernels behind them, each checked with cudaGetLastError: a "not
+  // ready" left as the thread's last error failed them with "device not ready".
+  Tensor x = randn({4096, 4096}, 23, DType::f32, &g);
+  Tensor y = matmul(x, x);
+  for (int i = 0; i < 4; ++i) y = matmul(mul(y, 1e-3), x);
+  Tensor z = full({1000}, 1.0, DType::f32, &g);
+  for (int i = 0; i < 200; ++i) z = add(z, 1.0);
+  EXPECT_NO_THROW(g.synchronize());
+  EXPECT_EQ(z.slice(0, 999, 1000).item(), 201.0f);
+}
+
+TEST(CudaDevice, OutOfMemoryWaitsForFinishedLaunchesToGiveBackTheirTensors) {
+  SKIP_WITHOUT_GPU();
+  Device& g = cuda(0);
+  // 8 GiB + 20 bytes per tensor: more than 2^31 elements (64-bit index math), and 24 of
+  // them exceed an H200's memory. Each output is dropped at once, but its block comes
+  // back only when the launch that wrote it has completed and been recycled: without
+  // waiting for those on an out-of-memory, this loop ran out of memory.
+  int64_t n = (int64_t(1) << 31) + 5;
+  Tensor x = full({n}, 1.5, DType::f32, &g);
+  for (int i = 0; i < 24; ++i) {
+    Tensor y = mul(x, 2.0);
+    if (i == 23) {
+      EXPECT_EQ(y.slice(0, n - 1, n).item(), 3.0f) << "the last element, past 2^31";
+      EXPECT_EQ(y.slice(0, 0, 1).item(), 3.0f);
+    }
+  }
+  g.synchronize();
+  // The cache now holds most of the GPU: give it back, so that what the tests after
+  // this one allocate outside the allocator (cuBLAS workspaces, modules) finds room.
+  x = Tensor();
+  g.allocator().empty_cache();
+}
+
+TEST(CudaDevice, CopiesWaitForTheCpuDeviceAndOtherStreams) {
+  SKIP_WITHOUT_GPU();
+  Device& g = cuda(0);
+  // The CPU device runs the add asynchronously: the copy to the GPU must wait for it.
+  Tensor c = add(randn({2048, 1024}, 21), 1.0);
+  Tensor d = c.to(g);
+  expect_close(d, c, 0, "host to device after an asynchronous cpu op");
+  // Written on a second CUDA stream, read back from the default one.
+  Stream& s2 = g.create_stream();
+  Tensor e;
+  {
+    StreamGuard guard(s2);
+    e = mul(matmul(d.slice(1, 0, 512), d.slice(1, 0, 512).transpose(0, 1)), 0.5);
+  }
+  Tensor ec = mul(matmul(c.slice(1, 0, 512), c.slice(1, 0, 512).transpose(0, 1)), 0.5);
+  expect_close(e, ec, 1e-3, "device to host after a write on another stream");
+}
+
+// exit() while the GPU still runs queued work: the device's exit handler drains it and
+// stops the scheduler before the CUDA runtime goes; the process must exit cleanly.
+TEST(CudaDeviceDeathTest, ExitWithQueuedWorkIsClean) {
+  SKIP_WITHOUT_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: CUDA does not survive fork()
+  EXPECT_EXIT(
+      {
+        Device& g = cuda(0);
+        Tensor x = randn({4096, 4096}, 22, DType::f32, &g);
+        Tensor y = x;
+        for (int i = 0; i < 30; ++i) y = mul(matmul(y, x), 1e-3);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -17,6 +19,7 @@
 #include "opscope/compiler/build.h"
 #include "opscope/compiler/cache.h"
 #include "opscope/core/dtype.h"
+#include "opscope/cuda/layout.h"
 
 using namespace opscope;
 
@@ -34,6 +37,7 @@ static __nv_bfloat16 __float2bfloat16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return __nv_bfloat16{(unsigned short)(u >> 16)};
 }
+static void __threadfence_system() {}
 static float __half2float(__half v) { return (float)v.h; }
 static __half __float2half(float f) { return __half{(_Float16)f}; }
 static long long ofs_slot_ll[1024];
@@ -53,6 +57,7 @@ const char* kEntries = R"(
 #include "opscope/cuda/elementwise.cuh"
 #include "opscope/cuda/norm.cuh"
 #include "opscope/cuda/reduce.cuh"
+#include "opscope/cuda/index.cuh"
 using namespace opscope::cuda_impl;
 using namespace opscope::cuda_impl::dev;
 template <class F> static F* g_fn;
@@ -117,6 +122,88 @@ extern "C" int emu_reduce_rows(int kind, int block, int bf, void* out, const voi
   return block ? run([=] { reduce_rows_block<float>(kind, out, xp, rows, len, correction); }, grid, 512)
                : run([=] { reduce_rows_warp<float>(kind, out, xp, rows, len, correction); }, grid, 256);
 }
+// ---- elementwise, copies, concat, embedding, strided reductions: each entry picks its
+// kernel as the launcher in the .cu file does (the shared host helpers of the .cuh) ----
+template <class T> static int map_t(int kin, int op, void* out, const void* a, const void* b, long long n, const Layout* l, unsigned grid, int* path) {
+  MapOp f{kin == 2 ? 1 : 0, op, 0.0f};
+  MapPath p = map_path(l != 0, out, a, kin == 2 ? b : 0);
+  *path = (int)p;
+  T* o = (T*)out; const T* pa = (const T*)a; const T* pb = (const T*)b;
+  Layout L = l ? *l : Layout();
+  if (p == MapPath::strided)
+    return kin == 2 ? run([=] { map_strided<T, 2>(o, pa, pb, n, L, f); }, grid, 256) : run([=] { map_strided<T, 1>(o, pa, pb, n, L, f); }, grid, 256);
+  if (p == MapPath::vec)
+    return kin == 2 ? run([=] { map_vec<T, 2>(o, pa, pb, n, f); }, grid, 256) : run([=] { map_vec<T, 1>(o, pa, pb, n, f); }, grid, 256);
+  return kin == 2 ? run([=] { map_flat<T, 2>(o, pa, pb, n, f); }, grid, 256) : run([=] { map_flat<T, 1>(o, pa, pb, n, f); }, grid, 256);
+}
+extern "C" int emu_map(int bf, int kin, int op, void* out, const void* a, const void* b, long long n, const Layout* l, unsigned grid, int* path) {
+  return bf ? map_t<bf16>(kin, op, out, a, b, n, l, grid, path) : map_t<float>(kin, op, out, a, b, n, l, grid, path);
+}
+static long long numel_of(const Layout& l) {
+  long long n = 1;
+  for (int d = 0; d < l.ndim; ++d) n *= l.shape[d];
+  return n;
+}
+template <class D> static int copy_from(int sdt, D* dst, const void* src, long long n, Layout l, unsigned grid) {
+  switch (sdt) {
+    case 0: { const float* s = (const float*)src; return run([=] { copy_convert<D, float>(dst, s, n, l); }, grid, 256); }
+    case 1: { const bf16* s = (const bf16*)src; return run([=] { copy_convert<D, bf16>(dst, s, n, l); }, grid, 256); }
+    default: { const f16* s = (const f16*)src; return run([=] { copy_convert<D, f16>(dst, s, n, l); }, grid, 256); }
+  }
+}
+// dst = src converted: dtypes as Dt (0 f32, 1 bf16, 2 f16); equal dtypes copy bits.
+extern "C" int emu_copy(int ddt, int sdt, void* dst, const void* src, const Layout* lp, unsigned grid) {
+  Layout l = *lp;
+  long long n = numel_of(l);
+  if (ddt == sdt) {
+    if (ddt == 0) { unsigned* d = (unsigned*)dst; const unsigned* s = (const unsigned*)src; return run([=] { copy_bits<unsigned>(d, s, n, l); }, grid, 256); }
+    unsigned short* d = (unsigned short*)dst; const unsigned short* s = (const unsigned short*)src;
+    return run([=] { copy_bits<unsigned short>(d, s, n, l); }, grid, 256);
+  }
+  switch (ddt) {
+    case 0: return copy_from(sdt, (float*)dst, src, n, l, grid);
+    case 1: return copy_from(sdt, (bf16*)dst, src, n, l, grid);
+    default: return copy_from(sdt, (f16*)dst, src, n, l, grid);
+  }
+}
+// concat of f32 inputs along `axis` into the contiguous out, as concat_spec's body.
+extern "C" int emu_concat(float* out, int nd, const int64_t* out_shape, int axis, int nin, const float* const* xs,
+                          const int64_t* x_shapes, const int64_t* x_strides, unsigned grid) {
+  long long pos = 0;
+  for (int i = 0; i < nin; ++i) {
+    const int64_t* xs_shape = x_shapes + i * nd;
+    ConcatPiece p = concat_piece(nd, out_shape, axis, pos, xs_shape, x_strides + i * nd);
+    pos += xs_shape[axis];
+    long long n = numel_of(p.layout);
+    if (n == 0) continue;
+    unsigned* d = (unsigned*)(out + p.dst_offset);
+    const unsigned* s = (const unsigned*)xs[i];
+    Layout l = p.layout;
+    int r = run([=] { copy_bits<unsigned>(d, s, n, l); }, grid, 256);
+    if (r) return r;
+  }
+  return 0;
+}
+template <class T, class I> static int emb(void* out, const void* w, const void* idx, long long n, long long D, long long V, long long ws, KernelError* err, unsigned grid, int* vec) {
+  *vec = embedding_vec_ok<T>(out, w, D, ws);
+  T* o = (T*)out; const T* wp = (const T*)w; const I* ip = (const I*)idx;
+  if (*vec) return run([=] { embedding_k<T, I, true>(o, wp, ip, n, D, V, ws, err); }, grid, 128);
+  return run([=] { embedding_k<T, I, false>(o, wp, ip, n, D, V, ws, err); }, grid, 128);
+}
+extern "C" int emu_embedding(int bf, int idx_bytes, void* out, const void* w, const void* idx, long long n, long long D, long long V, long long ws, KernelError* err, unsigned grid, int* vec) {
+  if (bf) return idx_bytes == 4 ? emb<bf16, int>(out, w, idx, n, D, V, ws, err, grid, vec) : emb<bf16, long long>(out, w, idx, n, D, V, ws, err, grid, vec);
+  return idx_bytes == 4 ? emb<float, int>(out, w, idx, n, D, V, ws, err, grid, vec) : emb<float, long long>(out, w, idx, n, D, V, ws, err, grid, vec);
+}
+// A reduction of f32 x (shape, strides) over the dims flagged in `reduced`, the way
+// reduce_spec lays out its strided path.
+extern "C" int emu_reduce_strided(int kind, void* out, const float* x, int nd, const int64_t* shape, const int64_t* strides, const int* reduced, long long correction, unsigned grid) {
+  bool red[8] = {};
+  for (int d = 0; d < nd; ++d) red[d] = reduced[d] != 0;
+  Layout kept, rl;
+  reduce_layouts(nd, shape, strides, red, kept, rl);
+  long long nout = numel_of(kept), nred = numel_of(rl);
+  return run([=] { reduce_strided_k<float>(kind, out, x, nout, nred, kept, rl, correction); }, grid, 256);
+}
 )";
 
 using RmsFn = int (*)(int, int, int, void*, const void*, const void*, long long, long long, float, unsigned);
@@ -125,6 +212,16 @@ using SmFn = int (*)(int, int, int, void*, const void*, long long, long long, un
 using BcastFn = int (*)(int, float*, const float*, const float*, long long, long long, int, unsigned);
 using VecFn = int (*)(int, float*, const float*, const float*, long long, unsigned);
 using ReduceFn = int (*)(int, int, int, void*, const void*, long long, long long, long long, unsigned);
+using cuda_impl::KernelError;
+using cuda_impl::Layout;
+using MapFn = int (*)(int, int, int, void*, const void*, const void*, long long, const Layout*, unsigned, int*);
+using CopyFn = int (*)(int, int, void*, const void*, const Layout*, unsigned);
+using ConcatFn = int (*)(float*, int, const int64_t*, int, int, const float* const*, const int64_t*, const int64_t*,
+                         unsigned);
+using EmbeddingFn = int (*)(int, int, void*, const void*, const void*, long long, long long, long long, long long,
+                            KernelError*, unsigned, int*);
+using ReduceStridedFn = int (*)(int, void*, const float*, int, const int64_t*, const int64_t*, const int*, long long,
+                                unsigned);
 
 // The source tree, from this file's path: the kernels' headers are included from it.
 std::string src_dir() { return std::filesystem::path(__FILE__).parent_path().parent_path().string() + "/src"; }
@@ -361,6 +458,282 @@ TEST_F(CudaKernelsEmu, LastAxisReductionsMatchReference) {
           EXPECT_NEAR(y.at(r), ref, tol) << what;
         }
       }
+}
+
+// ---- elementwise, casts, concat, embedding, strided reductions ----
+
+enum { kPathStrided, kPathVec, kPathFlat };  // dev::MapPath
+
+float round_to(float v, bool bf) { return bf ? bf16_to_f32(f32_to_bf16(v)) : v; }
+
+// Row-major strides of `shape`.
+std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size());
+  int64_t s = 1;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) st[d] = s, s *= shape[d];
+  return st;
+}
+
+// Offset of row-major index i of `shape` under `strides`.
+int64_t offset_of(int64_t i, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    off += (i % shape[d]) * strides[d];
+    i /= shape[d];
+  }
+  return off;
+}
+
+TEST_F(CudaKernelsEmu, ElementwiseVectorPathNeedsEveryOperandAligned) {
+  auto f = fn<MapFn>("emu_map");
+  constexpr int kSub = 1, kExp = 2;
+  for (bool bf : {false, true})
+    for (int64_t n : {1, 3, 37, 4097})
+      for (int misaligned : {-1, 0, 1, 2}) {  // none, out, a, b: one element past a 16-byte boundary
+        std::string what = std::string(bf ? "bf16" : "f32") + " n=" + std::to_string(n) + " misaligned operand " +
+                           std::to_string(misaligned);
+        Buf a(randoms(size_t(n), 20 + n), bf, misaligned == 1), b(randoms(size_t(n), 21 + n), bf, misaligned == 2);
+        Buf out(std::vector<float>(size_t(n), -1), bf, misaligned == 0);
+        // A canary after the last element: the vector path's tail must stop at n.
+        if (bf) out.b[out.off + n] = f32_to_bf16(12345);
+        else out.f[out.off + n] = 12345;
+        int path = -1;
+        ASSERT_EQ(f(bf, 2, kSub, out.ptr(), a.ptr(), b.ptr(), n, nullptr, 2, &path), 0) << what;
+        EXPECT_EQ(path, misaligned < 0 ? kPathVec : kPathFlat) << what;
+        int bad = 0;
+        for (int64_t i = 0; i < n && bad < 5; ++i)
+          if (out.at(i) != round_to(a.at(i) - b.at(i), bf)) {
+            ADD_FAILURE() << what << ": element " << i << " is " << out.at(i) << ", expected " << a.at(i) - b.at(i);
+            ++bad;
+          }
+        EXPECT_EQ(out.at(n), round_to(12345, bf)) << what << ": written past the end";
+        // Unary: b is not loaded, so only out and a decide the path.
+        Buf u(std::vector<float>(size_t(n), -1), bf, misaligned == 0);
+        ASSERT_EQ(f(bf, 1, kExp, u.ptr(), a.ptr(), nullptr, n, nullptr, 1, &path), 0) << what;
+        EXPECT_EQ(path, misaligned == 0 || misaligned == 1 ? kPathFlat : kPathVec) << what;
+        for (int64_t i = 0; i < n; ++i)
+          EXPECT_NEAR(u.at(i), std::exp(a.at(i)), (bf ? 1.0 / 128 : 1e-6) * std::exp(a.at(i))) << what << " exp " << i;
+      }
+}
+
+TEST_F(CudaKernelsEmu, StridedAndBroadcastOperandsInFiveDims) {
+  auto f = fn<MapFn>("emu_map");
+  constexpr int kMaximum = 5, kNeg = 0;
+  // out (2, 3, 1, 4, 5); a: a (5, 4, 1, 3, 2) tensor with its dims reversed (a permuted
+  // view); b: (3, 1, 1, 5) broadcast (stride 0 on dims 0, 2 and 3).
+  std::vector<int64_t> shape{2, 3, 1, 4, 5};
+  std::vector<int64_t> a_st{1, 2, 6, 6, 24}, b_st{0, 5, 0, 0, 1}, o_st = row_major(shape);
+  int64_t n = 120;
+  for (bool bf : {false, true}) {
+    Layout l;
+    l.ndim = 5;
+    for (int d = 0; d < 5; ++d) {
+      l.shape[d] = shape[d];
+      l.stride[0][d] = o_st[d];
+      l.stride[1][d] = a_st[d];
+      l.stride[2][d] = b_st[d];
+    }
+    Buf a(randoms(120, 30), bf, 0), b(randoms(15, 31), bf, 0), out(std::vector<float>(120, -1), bf, 0);
+    int path = -1;
+    ASSERT_EQ(f(bf, 2, kMaximum, out.ptr(), a.ptr(), b.ptr(), n, &l, 3, &path), 0);
+    EXPECT_EQ(path, kPathStrided);
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(out.at(i), std::max(a.at(offset_of(i, shape, a_st)), b.at(offset_of(i, shape, b_st))))
+          << (bf ? "bf16 " : "f32 ") << "element " << i;
+    Buf u(std::vector<float>(120, -1), bf, 1);  // a misaligned output takes the strided path all the same
+    ASSERT_EQ(f(bf, 1, kNeg, u.ptr(), a.ptr(), nullptr, n, &l, 1, &path), 0);
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(u.at(i), -a.at(offset_of(i, shape, a_st))) << "neg " << i;
+  }
+}
+
+TEST_F(CudaKernelsEmu, CastsBetweenF32Bf16AndF16) {
+  auto f = fn<CopyFn>("emu_copy");
+  std::vector<float> v = {1.0f, 1.00390625f, 1.01171875f, 3.14159265f, -2.5e-3f, 65504.0f, 1e30f, -1e-30f, 0.0f,
+                          -0.0f, INFINITY, -INFINITY, NAN};
+  for (float x : randoms(24, 40, -100, 100)) v.push_back(x);
+  int64_t n = int64_t(v.size());  // 37
+  std::vector<bf16_t> bsrc(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bsrc[i] = f32_to_bf16(v[i]);
+  Layout flat;
+  flat.ndim = 1;
+  flat.shape[0] = n;
+  flat.stride[0][0] = flat.stride[1][0] = 1;
+  auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, 4) == 0; };
+  // f32 -> bf16: round to nearest even, NaN stays NaN.
+  std::vector<bf16_t> b(v.size());
+  ASSERT_EQ(f(1, 0, b.data(), v.data(), &flat, 1), 0);
+  for (size_t i = 0; i < v.size(); ++i)
+    EXPECT_TRUE(same(bf16_to_f32(b[i]), bf16_to_f32(f32_to_bf16(v[i])))) << "f32->bf16 " << v[i];
+  // bf16 -> f32: exact.
+  std::vector<float> back(v.size(), -1);
+  ASSERT_EQ(f(0, 1, back.data(), bsrc.data(), &flat, 1), 0);
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_TRUE(same(back[i], bf16_to_f32(bsrc[i]))) << "bf16->f32 " << i;
+  // f32 -> f16 and bf16 -> f16 (through f32): overflow to inf as IEEE says.
+  std::vector<f16_t> h(v.size());
+  ASSERT_EQ(f(2, 0, h.data(), v.data(), &flat, 2), 0);
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_TRUE(same(float(h[i]), float(f16_t(v[i])))) << "f32->f16 " << v[i];
+  ASSERT_EQ(f(2, 1, h.data(), bsrc.data(), &flat, 2), 0);
+  for (size_t i = 0; i < v.size(); ++i)
+    EXPECT_TRUE(same(float(h[i]), float(f16_t(bf16_to_f32(bsrc[i]))))) << "bf16->f16 " << i;
+  // A transposed source (a (7, 5) tensor viewed as (5, 7)) into a contiguous bf16 output.
+  std::vector<float> src = randoms(35, 41);
+  Layout t;
+  t.ndim = 2;
+  t.shape[0] = 5, t.shape[1] = 7;
+  t.stride[0][0] = 7, t.stride[0][1] = 1;
+  t.stride[1][0] = 1, t.stride[1][1] = 5;
+  std::vector<bf16_t> bt(35);
+  ASSERT_EQ(f(1, 0, bt.data(), src.data(), &t, 1), 0);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 7; ++j)
+      EXPECT_EQ(bt[i * 7 + j].bits, f32_to_bf16(src[j * 5 + i]).bits) << "transposed cast " << i << "," << j;
+  // Same dtype: the bits, through the same layout.
+  std::vector<bf16_t> bsrc35(35), bcopy(35);
+  for (int i = 0; i < 35; ++i) bsrc35[i] = f32_to_bf16(src[i]);
+  ASSERT_EQ(f(1, 1, bcopy.data(), bsrc35.data(), &t, 1), 0);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 7; ++j) EXPECT_EQ(bcopy[i * 7 + j].bits, bsrc35[j * 5 + i].bits) << i << "," << j;
+}
+
+TEST_F(CudaKernelsEmu, ConcatOfViewsAndEmptyInputs) {
+  auto f = fn<ConcatFn>("emu_concat");
+  // Along axis 1: (3, 2) contiguous, (3, 0) empty, (3, 5) a transposed (5, 3) tensor.
+  std::vector<float> x0 = randoms(6, 50), x2 = randoms(15, 51);
+  std::vector<int64_t> out_shape{3, 7}, shapes{3, 2, 3, 0, 3, 5}, strides{2, 1, 0, 1, 1, 3};
+  const float* xs[] = {x0.data(), x0.data(), x2.data()};
+  std::vector<float> out(21 + 1, -1);
+  out[21] = 12345;
+  ASSERT_EQ(f(out.data(), 2, out_shape.data(), 1, 3, xs, shapes.data(), strides.data(), 2), 0);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 7; ++j) {
+      float want = j < 2 ? x0[i * 2 + j] : x2[(j - 2) * 3 + i];
+      EXPECT_EQ(out[i * 7 + j], want) << "axis 1 at " << i << "," << j;
+    }
+  EXPECT_EQ(out[21], 12345) << "written past the end";
+  // Along axis 0 of 3-d: (1, 2, 3) and (3, 2, 3) sliced with a row stride of 4 (x[..., :3]).
+  std::vector<float> y0 = randoms(6, 52), y1 = randoms(24, 53);
+  std::vector<int64_t> out3{4, 2, 3}, shapes3{1, 2, 3, 3, 2, 3}, strides3{6, 3, 1, 8, 4, 1};
+  const float* ys[] = {y0.data(), y1.data()};
+  std::vector<float> o3(24, -1);
+  ASSERT_EQ(f(o3.data(), 3, out3.data(), 0, 2, ys, shapes3.data(), strides3.data(), 1), 0);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t k = 0; k < 3; ++k) {
+        float want = i == 0 ? y0[j * 3 + k] : y1[(i - 1) * 8 + j * 4 + k];
+        EXPECT_EQ(o3[(i * 2 + j) * 3 + k], want) << "axis 0 at " << i << "," << j << "," << k;
+      }
+}
+
+TEST_F(CudaKernelsEmu, EmbeddingRowsAndBadIndexReport) {
+  auto f = fn<EmbeddingFn>("emu_embedding");
+  const int64_t V = 5;
+  for (bool bf : {false, true})
+    for (int idx_bytes : {4, 8})
+      for (int64_t D : {6, 8, 16})
+        for (int64_t pad : {0, 8}) {  // table rows D + pad apart (a column slice of a wider table)
+          int64_t ws = D + pad, pack = bf ? 8 : 4;
+          std::string what = std::string(bf ? "bf16" : "f32") + " i" + std::to_string(idx_bytes * 8) +
+                             " D=" + std::to_string(D) + " row stride " + std::to_string(ws);
+          Buf w(randoms(size_t(V * ws), 60 + D), bf, 0);
+          for (bool with_bad : {false, true}) {
+            std::vector<int64_t> ids = with_bad ? std::vector<int64_t>{0, 4, 7, 2, -1, 4} : std::vector<int64_t>{3, 0, 4};
+            int64_t n = int64_t(ids.size());
+            std::vector<int32_t> i32(ids.begin(), ids.end());
+            const void* idx = idx_bytes == 4 ? static_cast<const void*>(i32.data()) : ids.data();
+            Buf out(std::vector<float>(size_t(n * D), -1), bf, 0);
+            KernelError err{};
+            int vec = -1;
+            ASSERT_EQ(f(bf, idx_bytes, out.ptr(), w.ptr(), idx, n, D, V, ws, &err, 2, &vec), 0) << what;
+            EXPECT_EQ(vec, D % pack == 0 && ws % pack == 0) << what;
+            for (int64_t r = 0; r < n; ++r) {
+              bool ok = ids[r] >= 0 && ids[r] < V;
+              for (int64_t j = 0; j < D; ++j)
+                EXPECT_EQ(out.at(r * D + j), ok ? w.at(ids[r] * ws + j) : 0.0f) << what << " row " << r << " col " << j;
+            }
+            if (with_bad) {
+              EXPECT_EQ(err.code, 1) << what;
+              EXPECT_TRUE(err.a == 7 || err.a == -1) << what << ": reported index " << err.a;
+              EXPECT_EQ(err.b, V) << what;
+            } else {
+              EXPECT_EQ(err.code, 0) << what;
+            }
+          }
+        }
+}
+
+TEST_F(CudaKernelsEmu, ReductionsOverLeadingAxesMatchReference) {
+  auto f = fn<ReduceStridedFn>("emu_reduce_strided");
+  constexpr int kSum = 0, kMean = 1, kMax = 2, kMin = 3, kVar = 4, kArgmax = 5;
+  // x (5, 3, 4) contiguous; column (1, 2) constant (argmax: the first index), column
+  // (2, 3) with its maximum at i = 1 and i = 3 (the first wins, as on the CPU device).
+  std::vector<float> x = randoms(60, 70);
+  for (int i = 0; i < 5; ++i) x[i * 12 + 1 * 4 + 2] = 0.5f;
+  x[1 * 12 + 2 * 4 + 3] = x[3 * 12 + 2 * 4 + 3] = 7.0f;
+  struct Case {
+    std::string name;
+    std::vector<int64_t> shape, strides;
+    std::vector<int> reduced;
+  };
+  std::vector<Case> cases = {
+      {"axis 0 of (5, 3, 4)", {5, 3, 4}, {12, 4, 1}, {1, 0, 0}},
+      {"axes 0, 2 of (5, 3, 4)", {5, 3, 4}, {12, 4, 1}, {1, 0, 1}},
+      {"axis 1 of a permuted (4, 3, 5) view", {4, 3, 5}, {1, 4, 12}, {0, 1, 0}},
+      {"axis 2 (stored axis 0) of the permuted view", {4, 3, 5}, {1, 4, 12}, {0, 0, 1}},
+  };
+  for (const Case& c : cases)
+    for (int kind : {kSum, kMean, kMax, kMin, kVar, kArgmax}) {
+      std::string what = c.name + " kind " + std::to_string(kind);
+      std::vector<int64_t> kept_shape, kept_st, red_shape, red_st;
+      for (int d = 0; d < 3; ++d) {
+        (c.reduced[d] ? red_shape : kept_shape).push_back(c.shape[d]);
+        (c.reduced[d] ? red_st : kept_st).push_back(c.strides[d]);
+      }
+      int64_t nout = 1, nred = 1;
+      for (int64_t s : kept_shape) nout *= s;
+      for (int64_t s : red_shape) nred *= s;
+      std::vector<float> out(size_t(nout), -1);
+      std::vector<int64_t> idx(size_t(nout), -1);
+      void* op = kind == kArgmax ? static_cast<void*>(idx.data()) : out.data();
+      ASSERT_EQ(f(kind, op, x.data(), 3, c.shape.data(), c.strides.data(), c.reduced.data(), 1, 2), 0) << what;
+      for (int64_t o = 0; o < nout; ++o) {
+        int64_t base = offset_of(o, kept_shape, kept_st);
+        std::vector<double> v;
+        for (int64_t k = 0; k < nred; ++k) v.push_back(x[size_t(base + offset_of(k, red_shape, red_st))]);
+        double s = 0, mx = v[0], mn = v[0];
+        int64_t am = 0;
+        for (size_t k = 0; k < v.size(); ++k) {
+          s += v[k];
+          mn = std::min(mn, v[k]);
+          if (v[k] > mx) mx = v[k], am = int64_t(k);
+        }
+        double mu = s / double(nred), sq = 0;
+        for (double e : v) sq += (e - mu) * (e - mu);
+        if (kind == kArgmax) {
+          EXPECT_EQ(idx[o], am) << what << " output " << o;
+          continue;
+        }
+        double want = kind == kSum ? s : kind == kMean ? mu : kind == kMax ? mx : kind == kMin ? mn : sq / double(nred - 1);
+        EXPECT_NEAR(out[o], want, 1e-5 * std::max(1.0, std::abs(want))) << what << " output " << o;
+      }
+    }
+}
+
+TEST_F(CudaKernelsEmu, ArgmaxTiesTakeTheFirstIndexOnBothRowPaths) {
+  auto f = fn<ReduceFn>("emu_reduce_rows");
+  constexpr int kArgmax = 5;
+  for (int64_t len : {64, 1500}) {  // warp per row, block per row
+    bool block = len > 1024;
+    // Row 0 constant; row 1 its maximum at 40 and 5 (other lanes, other warps); row 2 at
+    // len - 1 and 33; row 3 NaN at 50 and 9 (NaN wins, first NaN).
+    std::vector<float> x = randoms(size_t(4 * len), 80, -1, 1);
+    for (int64_t j = 0; j < len; ++j) x[j] = 0.25f;
+    x[len + 40] = x[len + 5] = 3.0f;
+    x[2 * len + len - 1] = x[2 * len + 33] = 3.0f;
+    x[3 * len + 50] = x[3 * len + 9] = NAN;
+    std::vector<int64_t> idx(4, -1);
+    ASSERT_EQ(f(kArgmax, block, 0, idx.data(), x.data(), 4, len, 0, 2), 0);
+    EXPECT_EQ(idx, (std::vector<int64_t>{0, 5, 33, 9})) << "len " << len;
+  }
 }
 
 }  // namespace

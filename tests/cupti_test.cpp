@@ -1,16 +1,22 @@
 // CUPTI device tracing. The conversion (cupti_convert.h) on fabricated activity records:
 // linking to our launches and ops, copies' bytes, one track per (GPU, stream), the clock
 // fit and its bound, drops, the exports and the explorer's lanes; the config's CUPTI
-// fields. Last, one GPU test that profiles a real kernel (skips without a GPU).
+// fields. Last, GPU tests (skip without a GPU): a real kernel, and an OPSCOPE_PROFILE
+// session whose window opened before the CUDA device.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "opscope/core/error.h"
 #include "opscope/explorer/timeline_index.h"
 #include "opscope/ops/ops.h"
+#include "opscope/profiler/auto_profile.h"
 #include "opscope/profiler/chrome_trace.h"
 #include "opscope/profiler/config.h"
 #include "opscope/profiler/cupti.h"
@@ -409,4 +415,49 @@ TEST(CuptiGpu, ProfilesARealKernel) {
     if (e.parent == op->id && e.id != 0) ++linked;
   }
   EXPECT_GE(linked, 1) << "no GPU kernel linked to the add op's launch";
+}
+
+// OPSCOPE_PROFILE=1 opens its window before main, before any CUDA device exists; the
+// first device made starts GPU tracing in it, and at exit the device's handler (before
+// the CUDA runtime goes) flushes CUPTI's records for the session's own handler to
+// collect. Runs only in the child of AnAutoProfileOpenedBeforeTheDeviceHasItsKernels.
+TEST(CuptiGpuAutoProfile, Child) {
+  const char* dir = std::getenv("OPSCOPE_PROFILE_DIR");
+  if (!std::getenv("OPSCOPE_PROFILE") || !dir || !std::getenv("OPSCOPE_TEST_CUPTI_CHILD"))
+    GTEST_SKIP() << "runs in the child of AnAutoProfileOpenedBeforeTheDeviceHasItsKernels";
+  std::string out = std::string(dir) + "/gpu.txt";
+  set_default_exporter([out](const Trace& t, const std::string&) {
+    int kernels = 0, linked = 0;
+    for (const TraceEvent& e : t.events)
+      if (e.kind == EventKind::kernel && !e.source.empty()) {  // recorded by CUPTI on the GPU
+        ++kernels;
+        linked += e.parent != 0;
+      }
+    std::ofstream(out) << (t.device_tracing_json.empty() ? 0 : 1) << " " << kernels << " " << linked;
+  });
+  Device& g = cuda(0);
+  Tensor a = full({1 << 20}, 1.0, DType::f32, &g);
+  Tensor b = a;
+  for (int i = 0; i < 20; ++i) b = add(b, a);
+  // No synchronize: the process exits with the adds queued.
+}
+
+TEST(CuptiGpu, AnAutoProfileOpenedBeforeTheDeviceHasItsKernels) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason();
+  if (!cupti_available()) GTEST_SKIP() << "no CUDA GPU tracing: this build has no CUPTI";
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = 0;
+  std::string dir = ::testing::TempDir() + "opscope_cupti_auto_" + std::to_string(getpid());
+  std::string cmd = "mkdir -p '" + dir + "' && OPSCOPE_PROFILE=1 OPSCOPE_TEST_CUPTI_CHILD=1 OPSCOPE_PROFILE_DIR='" +
+                    dir + "' '" + std::string(exe) + "' --gtest_filter=CuptiGpuAutoProfile.Child >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "the child failed or crashed at exit";
+  std::ifstream f(dir + "/gpu.txt");
+  int traced = -1, kernels = -1, linked = -1;
+  f >> traced >> kernels >> linked;
+  EXPECT_EQ(traced, 1) << "no GPU tracing in a window opened before the device";
+  EXPECT_GE(kernels, 21) << "the fill and the 20 adds";
+  EXPECT_GE(linked, 21);
+  std::system(("rm -rf '" + dir + "'").c_str());
 }

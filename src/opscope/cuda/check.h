@@ -32,5 +32,7 @@ void set_current(const char* op, int ordinal);
   } while (0)
 
 // After a kernel launch (<<<...>>>): configuration errors surface here at once; errors
-// while it runs, at the next event query (the stream's next synchronize).
+// while it runs, at the next event query (the stream's next synchronize). It reads the
+// thread's last error, so every other call that leaves one (an event query's "not
+// ready", a failure reported by throw_cuda_error) clears it (cuda_device.cpp).
 #define OPSCOPE_CUDA_CHECK_LAUNCH() OPSCOPE_CUDA_CHECK(cudaGetLastError())

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "opscope/core/clock.h"
@@ -14,9 +15,13 @@
 #include "opscope/profiler/cupti.h"
 #define OPSCOPE_CUPTI_PUSH(id) ::opscope::prof::cupti_push_launch(id)
 #define OPSCOPE_CUPTI_POP() ::opscope::prof::cupti_pop_launch()
+#define OPSCOPE_CUPTI_FLUSH_AT_EXIT() ::opscope::prof::cupti_flush_at_exit()
+#define OPSCOPE_CUPTI_DEVICE_CREATED() ::opscope::prof::cupti_on_device_created()
 #else
 #define OPSCOPE_CUPTI_PUSH(id) ((void)(id))
 #define OPSCOPE_CUPTI_POP() ((void)0)
+#define OPSCOPE_CUPTI_FLUSH_AT_EXIT() ((void)0)
+#define OPSCOPE_CUPTI_DEVICE_CREATED() ((void)0)
 #endif
 
 namespace opscope::cuda_impl {
@@ -44,6 +49,7 @@ void set_current(const char* op, int ordinal) {
 }
 
 void throw_cuda_error(cudaError_t e, const char* call) {
+  cudaGetLastError();  // reported here: a later launch's check must not report it again
   fail(current_op(), "cuda:{}: {} failed: {} ({})", current_ordinal(), call, cudaGetErrorString(e),
        cudaGetErrorName(e));
 }
@@ -90,6 +96,25 @@ const Probe& probed() {
 std::mutex g_m;
 std::array<CudaDevice*, Device::kMaxDevices> g_devs{};
 
+// The devices live until exit, their scheduler threads too. The CUDA runtime tears
+// itself down at exit from a handler registered before this one (when it loaded or
+// initialized, both before the first device was made), so this one runs first: it lets
+// the queued work finish, flushes CUPTI's records (an OPSCOPE_PROFILE session collects
+// them from its own, later handler) and stops the schedulers, so no thread polls a
+// runtime that is going away.
+void shutdown_devices() {
+  std::array<CudaDevice*, Device::kMaxDevices> devs;
+  {
+    std::lock_guard<std::mutex> g(g_m);
+    devs = g_devs;
+  }
+  for (CudaDevice* d : devs)
+    if (d) d->drain();
+  OPSCOPE_CUPTI_FLUSH_AT_EXIT();
+  for (CudaDevice* d : devs)
+    if (d) d->shutdown();
+}
+
 }  // namespace
 
 bool available() { return probed().reason.empty(); }
@@ -101,9 +126,20 @@ Device& get_device(int ordinal) {
   if (!p.reason.empty()) fail("cuda", "cuda:{}: {}", ordinal, p.reason);
   if (ordinal < 0 || ordinal >= p.count)
     fail("cuda", "cuda:{} does not exist: the driver reports {} GPU(s)", ordinal, p.count);
-  std::lock_guard<std::mutex> g(g_m);
-  if (!g_devs[ordinal]) g_devs[ordinal] = new CudaDevice(ordinal);  // lives until exit, like cpu()
-  return *g_devs[ordinal];
+  CudaDevice* d;
+  bool made = false;
+  {
+    std::lock_guard<std::mutex> g(g_m);
+    if (!g_devs[ordinal]) {
+      g_devs[ordinal] = new CudaDevice(ordinal);  // lives until exit, like cpu()
+      static const bool at_exit = std::atexit(shutdown_devices) == 0;  // after the runtime's (see above)
+      (void)at_exit;
+      made = true;
+    }
+    d = g_devs[ordinal];
+  }
+  if (made) OPSCOPE_CUPTI_DEVICE_CREATED();  // a profile window open since before: trace the GPU from now
+  return *d;
 }
 
 CudaDevice& as_cuda(Device& dev) {
@@ -144,13 +180,24 @@ CudaDevice::CudaDevice(int ordinal)
   thread_ = std::thread([this] { scheduler_loop(); });
 }
 
-CudaDevice::~CudaDevice() {
+void CudaDevice::drain() {
+  if (!thread_.joinable() || std::this_thread::get_id() == thread_.get_id()) return;
   int n = num_streams();
   for (int i = 0; i < n; ++i) stream(i).wait_for(stream(i).submitted());
+}
+
+void CudaDevice::shutdown() {
+  // Not from a launch body (exit() called there): joining itself would throw.
+  if (!thread_.joinable() || std::this_thread::get_id() == thread_.get_id()) return;
+  drain();
   stop_.store(true);
   work_signal_.fetch_add(1);
   futex_wake_all(work_signal_);
   thread_.join();
+}
+
+CudaDevice::~CudaDevice() {
+  shutdown();
   cudaSetDevice(ordinal_);
   allocator().empty_cache();  // the backend goes with this object
   for (Lane& l : lanes_) {
@@ -176,6 +223,11 @@ void* CudaDevice::backend_alloc(size_t size, void* ctx) {
   cudaError_t e = cudaMalloc(&p, size);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // not sticky: clear it
+    // Tensors freed on the host come back to the cache only when the launches that used
+    // them have completed and been recycled. Wait for those (not on the scheduler
+    // thread, which completes them), so the allocator's retry after emptying its cache
+    // finds their memory.
+    if (t_device != d) d->drain();
     return nullptr;
   }
   OPSCOPE_CUDA_CHECK(e);
@@ -242,7 +294,7 @@ bool CudaDevice::waits_ready(const Launch& l, std::vector<cudaEvent_t>& events) 
     const InFlight* hit = nullptr;
     for (const InFlight& f : other.inflight)
       if (f.launch->seq == seq) hit = &f;
-    if (!hit) return false;  // not enqueued yet
+    if (!hit || !hit->event) return false;  // not enqueued yet (or no event: it retires at once)
     events.push_back(hit->event);
   }
   return true;
@@ -254,17 +306,26 @@ void CudaDevice::run_body(Launch& l, Stream& s, Lane& lane, int& slot) {
   t_lane = &lane;
   t_slot = &slot;
   set_current(l.op.empty() ? l.name.c_str() : l.op.c_str(), ordinal_);
-  OPSCOPE_CUPTI_PUSH(l.id);
-  try {
-    l.body(0, l.work);
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    if (msg.empty() || msg[0] != '[') msg = fmt::format("[{}] {}: kernel {} failed: {}", l.op, name(), l.name, msg);
-    s.set_error(std::move(msg));
-  } catch (...) {
-    s.set_error(fmt::format("[{}] {}: kernel {} failed: unknown exception", l.op, name(), l.name));
+  // A launch's checks (cudaGetLastError after <<<...>>>) must see only its own errors;
+  // one a call before reported is already reported (a sticky error comes back anyway).
+  cudaGetLastError();
+  {
+    // CUPTI tags what the body enqueues with the launch id; the pop pairs with the push
+    // on every way out, an exception from set_error included.
+    struct CuptiScope {
+      explicit CuptiScope(uint64_t id) { OPSCOPE_CUPTI_PUSH(id); }
+      ~CuptiScope() { OPSCOPE_CUPTI_POP(); }
+    } cupti(l.id);
+    try {
+      l.body(0, l.work);
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      if (msg.empty() || msg[0] != '[') msg = fmt::format("[{}] {}: kernel {} failed: {}", l.op, name(), l.name, msg);
+      s.set_error(std::move(msg));
+    } catch (...) {
+      s.set_error(fmt::format("[{}] {}: kernel {} failed: unknown exception", l.op, name(), l.name));
+    }
   }
-  OPSCOPE_CUPTI_POP();
   t_slot = nullptr;
   t_lane = nullptr;
   set_current(nullptr, ordinal_);
@@ -324,7 +385,13 @@ bool CudaDevice::retire(Stream& s, Lane& lane) {
     Launch& l = *f.launch;
     if (f.event) {
       cudaError_t e = cudaEventQuery(f.event);
-      if (e == cudaErrorNotReady) break;
+      if (e == cudaErrorNotReady) {
+        // "Not ready" is an answer, not a failure, but the runtime may keep it as this
+        // thread's last error, and the next kernel launch's check (cudaGetLastError)
+        // would then report "device not ready" as that kernel's failure.
+        cudaGetLastError();
+        break;
+      }
       if (e != cudaSuccess) {
         cudaGetLastError();
         s.set_error(fmt::format("[{}] {}: kernel {} failed on the GPU: {} ({})", l.op, name(), l.name,
@@ -352,6 +419,7 @@ bool CudaDevice::idle() {
 }
 
 void CudaDevice::scheduler_loop() {
+  t_device = this;  // marks this thread as the scheduler (backend_alloc must not wait on itself)
   set_current("cuda", ordinal_);
   cudaSetDevice(ordinal_);
   int64_t quiet_since = now_ns();
@@ -396,10 +464,31 @@ cublasHandle_t current_blas() {
   auto* lane = static_cast<CudaDevice::Lane*>(t_lane);
   if (!lane) fail(current_op(), "a CUDA launch body ran outside the CUDA device's scheduler");
   if (!lane->blas) {
-    OPSCOPE_CUBLAS_CHECK(cublasCreate(&lane->blas));
-    OPSCOPE_CUBLAS_CHECK(cublasSetStream(lane->blas, lane->stream));
-    OPSCOPE_CUDA_CHECK(cudaMalloc(&lane->blas_workspace, kBlasWorkspace));
-    OPSCOPE_CUBLAS_CHECK(cublasSetWorkspace(lane->blas, lane->blas_workspace, kBlasWorkspace));
+    // One handle per stream, bound to it, with its own workspace (cuBLAS's default pool
+    // is shared by the handles of a context). A failure leaves nothing half-made: the
+    // next matmul on this stream tries again.
+    void* ws = nullptr;
+    cublasHandle_t h = nullptr;
+    try {
+      cudaError_t e = cudaMalloc(&ws, kBlasWorkspace);
+      if (e == cudaErrorMemoryAllocation) {
+        // The caching allocator may hold the GPU's memory in free blocks: give those
+        // back (no launch uses them) and try once more.
+        cudaGetLastError();
+        t_device->allocator().empty_cache();
+        e = cudaMalloc(&ws, kBlasWorkspace);
+      }
+      OPSCOPE_CUDA_CHECK(e);
+      OPSCOPE_CUBLAS_CHECK(cublasCreate(&h));
+      OPSCOPE_CUBLAS_CHECK(cublasSetStream(h, lane->stream));  // resets the workspace: set it after
+      OPSCOPE_CUBLAS_CHECK(cublasSetWorkspace(h, ws, kBlasWorkspace));
+    } catch (...) {
+      if (h) cublasDestroy(h);
+      if (ws) cudaFree(ws);
+      throw;
+    }
+    lane->blas = h;
+    lane->blas_workspace = ws;
   }
   return lane->blas;
 }

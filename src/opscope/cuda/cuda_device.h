@@ -51,6 +51,12 @@ class CudaDevice final : public Device {
   PinnedBuffer get_pinned(size_t bytes);
   void put_pinned(PinnedBuffer b);
 
+  // Waits until the streams have run what they hold.
+  void drain();
+  // drain(), then stops the scheduler thread (at exit: before the CUDA runtime tears
+  // itself down). Launches submitted afterwards never run.
+  void shutdown();
+
  private:
   // What the scheduler enqueued and has not yet seen complete, per stream.
   struct InFlight {

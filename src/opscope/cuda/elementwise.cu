@@ -16,19 +16,21 @@ unsigned grid_for(int64_t work) {
   return unsigned(std::max<int64_t>(1, std::min<int64_t>((work + kThreads - 1) / kThreads, 132 * 16)));
 }
 
-bool al(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 template <class T, int kIn>
 void map_t(void* out, const void* a, const void* b, int64_t n, const Layout* layout, dev::MapOp f, cudaStream_t s) {
   T* o = static_cast<T*>(out);
   const T* pa = static_cast<const T*>(a);
   const T* pb = static_cast<const T*>(b);
-  if (layout) {
-    dev::map_strided<T, kIn><<<grid_for(n), kThreads, 0, s>>>(o, pa, pb, n, *layout, f);
-  } else if (al(out) && al(a) && (kIn == 1 || al(b))) {
-    dev::map_vec<T, kIn><<<grid_for(n / dev::Pack<T>::N + 1), kThreads, 0, s>>>(o, pa, pb, n, f);
-  } else {
-    dev::map_flat<T, kIn><<<grid_for(n), kThreads, 0, s>>>(o, pa, pb, n, f);
+  switch (dev::map_path(layout != nullptr, out, a, kIn == 2 ? b : nullptr)) {
+    case dev::MapPath::strided:
+      dev::map_strided<T, kIn><<<grid_for(n), kThreads, 0, s>>>(o, pa, pb, n, *layout, f);
+      break;
+    case dev::MapPath::vec:
+      dev::map_vec<T, kIn><<<grid_for(n / dev::Pack<T>::N + 1), kThreads, 0, s>>>(o, pa, pb, n, f);
+      break;
+    case dev::MapPath::flat:
+      dev::map_flat<T, kIn><<<grid_for(n), kThreads, 0, s>>>(o, pa, pb, n, f);
+      break;
   }
   OPSCOPE_CUDA_CHECK_LAUNCH();
 }

@@ -82,6 +82,16 @@ __device__ __forceinline__ void layout_offsets(const Layout& l, int64_t i, int64
   }
 }
 
+// Which kernel a map launch takes (host code, shared with the tests): strided when the
+// operands need a layout, the 128-bit path only when out and every input start 16-byte
+// aligned (a view's offset can break it; a null b is not loaded), else flat.
+enum class MapPath : int { strided, vec, flat };
+inline MapPath map_path(bool strided, const void* out, const void* a, const void* b) {
+  auto al = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  if (strided) return MapPath::strided;
+  return al(out) && al(a) && (!b || al(b)) ? MapPath::vec : MapPath::flat;
+}
+
 template <class T, int kIn>
 __global__ void map_vec(T* __restrict__ out, const T* __restrict__ a, const T* __restrict__ b, int64_t n, MapOp f) {
   constexpr int N = Pack<T>::N;

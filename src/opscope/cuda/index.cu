@@ -13,8 +13,7 @@ template <class T, class I>
 void embedding_t(void* out, const void* w, const void* idx, int64_t n, int64_t D, int64_t V, int64_t ws,
                  KernelError* err, cudaStream_t s) {
   unsigned grid = unsigned(std::min<int64_t>(n, 1 << 20));
-  bool vec = D % dev::Pack<T>::N == 0 && ws % dev::Pack<T>::N == 0 && (reinterpret_cast<uintptr_t>(out) & 15) == 0 &&
-             (reinterpret_cast<uintptr_t>(w) & 15) == 0;
+  bool vec = dev::embedding_vec_ok<T>(out, w, D, ws);
   auto* o = static_cast<T*>(out);
   auto* wp = static_cast<const T*>(w);
   auto* ip = static_cast<const I*>(idx);

@@ -8,6 +8,15 @@
 
 namespace opscope::cuda_impl::dev {
 
+// Whether embedding takes the 128-bit path (host code, shared with the tests): rows a
+// whole number of packs long and apart, out and the table 16-byte aligned.
+template <class T>
+inline bool embedding_vec_ok(const void* out, const void* w, int64_t D, int64_t w_row_stride) {
+  constexpr int N = Pack<T>::N;
+  return D % N == 0 && w_row_stride % N == 0 && (reinterpret_cast<uintptr_t>(out) & 15) == 0 &&
+         (reinterpret_cast<uintptr_t>(w) & 15) == 0;
+}
+
 template <class T, class I, bool kVec>
 __global__ void embedding_k(T* __restrict__ out, const T* __restrict__ w, const I* __restrict__ idx, int64_t n,
                             int64_t D, int64_t V, int64_t w_row_stride, KernelError* err) {

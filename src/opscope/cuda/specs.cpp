@@ -2,7 +2,9 @@
 // CPU kernels do it), a body that enqueues the kernel on the launch's stream.
 #include <fmt/format.h>
 
+#include <array>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "opscope/core/error.h"
@@ -49,64 +51,58 @@ bool make_layout(const Tensor& out, const std::array<const Tensor*, N - 1>& in, 
   return true;
 }
 
+// An elementwise launch: the layout work here, at the op call; the body hands `enqueue`
+// the layout (null: every operand contiguous, the flat or 128-bit path) and the stream.
+template <int N, class F>
+LaunchSpec map_spec(std::string name, int64_t in_elements, const Tensor& out,
+                    const std::array<const Tensor*, N - 1>& in, F enqueue) {
+  LaunchSpec spec;
+  spec.name = std::move(name);
+  spec.bytes = (in_elements + out.numel()) * int64_t(out.itemsize());
+  spec.flops = out.numel();
+  Layout l;
+  bool strided = make_layout<N>(out, in, l);
+  spec.body = [=](int64_t, int64_t) { enqueue(strided ? &l : nullptr, cuda_impl::current_stream()); };
+  return spec;
+}
+
 }  // namespace
 
 LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
   need_float(x);
-  LaunchSpec spec;
-  spec.name = cpu_kernels::kernel_name(op, x.dtype());
-  spec.bytes = (cpu_kernels::distinct_elements(x) + out.numel()) * int64_t(x.itemsize());
-  spec.flops = out.numel();
-  Layout l;
-  bool strided = make_layout<2>(out, {&x}, l);
   void* o = out.data_ptr();
   const void* xp = x.data_ptr();
   int64_t n = out.numel();
   Dt dt = dt_of(x.dtype());
-  spec.body = [=](int64_t, int64_t) {
-    cuda_impl::launch_unary(int(op), dt, o, xp, n, strided ? &l : nullptr, cuda_impl::current_stream());
-  };
-  return spec;
+  return map_spec<2>(cpu_kernels::kernel_name(op, x.dtype()), cpu_kernels::distinct_elements(x), out, {&x},
+                     [=](const Layout* l, cudaStream_t s) { cuda_impl::launch_unary(int(op), dt, o, xp, n, l, s); });
 }
 
 LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   need_float(a);
-  LaunchSpec spec;
-  spec.name = cpu_kernels::kernel_name(op, a.dtype(), false);
-  spec.bytes = (cpu_kernels::distinct_elements(a) + cpu_kernels::distinct_elements(b) + out.numel()) *
-               int64_t(a.itemsize());
-  spec.flops = out.numel();
-  Layout l;
-  bool strided = make_layout<3>(out, {&a, &b}, l);
   void* o = out.data_ptr();
   const void* ap = a.data_ptr();
   const void* bp = b.data_ptr();
   int64_t n = out.numel();
   Dt dt = dt_of(a.dtype());
-  spec.body = [=](int64_t, int64_t) {
-    cuda_impl::launch_binary(int(op), dt, o, ap, bp, n, strided ? &l : nullptr, cuda_impl::current_stream());
-  };
-  return spec;
+  return map_spec<3>(cpu_kernels::kernel_name(op, a.dtype(), false),
+                     cpu_kernels::distinct_elements(a) + cpu_kernels::distinct_elements(b), out, {&a, &b},
+                     [=](const Layout* l, cudaStream_t s) {
+                       cuda_impl::launch_binary(int(op), dt, o, ap, bp, n, l, s);
+                     });
 }
 
 LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, double s, bool scalar_first) {
   need_float(x);
-  LaunchSpec spec;
-  spec.name = cpu_kernels::kernel_name(op, x.dtype(), true);
-  spec.bytes = (cpu_kernels::distinct_elements(x) + out.numel()) * int64_t(x.itemsize());
-  spec.flops = out.numel();
-  Layout l;
-  bool strided = make_layout<2>(out, {&x}, l);
   void* o = out.data_ptr();
   const void* xp = x.data_ptr();
   int64_t n = out.numel();
   Dt dt = dt_of(x.dtype());
   float c = float(s);
-  spec.body = [=](int64_t, int64_t) {
-    cuda_impl::launch_binary_scalar(int(op), dt, o, xp, c, scalar_first, n, strided ? &l : nullptr,
-                                    cuda_impl::current_stream());
-  };
-  return spec;
+  return map_spec<2>(cpu_kernels::kernel_name(op, x.dtype(), true), cpu_kernels::distinct_elements(x), out, {&x},
+                     [=](const Layout* l, cudaStream_t st) {
+                       cuda_impl::launch_binary_scalar(int(op), dt, o, xp, c, scalar_first, n, l, st);
+                     });
 }
 
 LaunchSpec softmax_spec(const Tensor& out, const Tensor& x, int axis) {
@@ -194,12 +190,7 @@ LaunchSpec reduce_spec(ReduceKind kind, const Tensor& out, const Tensor& x, std:
     return spec;
   }
   Layout kept, redl;
-  for (int d = 0; d < nd; ++d) {
-    Layout& l = red[d] ? redl : kept;
-    l.shape[l.ndim] = x.shape()[d];
-    l.stride[1][l.ndim] = x.strides()[d];
-    ++l.ndim;
-  }
+  cuda_impl::reduce_layouts(nd, x.shape().begin(), x.strides().begin(), red.data(), kept, redl);
   spec.body = [=](int64_t, int64_t) {
     cuda_impl::launch_reduce_strided(k, dt, o, xp, kept, redl, correction, cuda_impl::current_stream());
   };
@@ -213,21 +204,13 @@ LaunchSpec concat_spec(const Tensor& out, std::span<const Tensor> xs, int axis, 
     Layout layout;
   };
   auto pieces = std::make_shared<std::vector<Piece>>();
-  Strides out_st = contiguous_strides(out.shape());
   int64_t pos = start, bytes = 0;
   char* base = static_cast<char*>(out.data_ptr());
   for (const Tensor& x : xs) {
     if (x.numel() > 0) {
-      Piece p;
-      p.dst = base + pos * out_st[axis] * int64_t(out.itemsize());
-      p.src = x.data_ptr();
-      p.layout.ndim = x.ndim();
-      for (int d = 0; d < x.ndim(); ++d) {
-        p.layout.shape[d] = x.shape()[d];
-        p.layout.stride[0][d] = out_st[d];
-        p.layout.stride[1][d] = x.strides()[d];
-      }
-      pieces->push_back(p);
+      cuda_impl::ConcatPiece c =
+          cuda_impl::concat_piece(out.ndim(), out.shape().begin(), axis, pos, x.shape().begin(), x.strides().begin());
+      pieces->push_back(Piece{base + c.dst_offset * int64_t(out.itemsize()), x.data_ptr(), c.layout});
       bytes += 2 * x.nbytes();
     }
     pos += x.shape()[axis];

@@ -60,6 +60,14 @@ struct State {
   std::vector<Buffer> spare;  // returned buffers of buffer_bytes, for reuse
   DeviceActivity activity;
   std::vector<ClockSample> start_samples;
+  // A window opened before any CUDA device existed: collection starts when the first
+  // one is made (cupti_on_device_created), with this buffer config.
+  bool pending = false;
+  int64_t pending_buffer_kb = 0, pending_max_buffers = 0;
+  // Set by cupti_flush_at_exit: collection already ended, with these stop samples.
+  bool exit_flushed = false;
+  std::vector<ClockSample> stop_samples;
+  size_t exit_dropped = 0;
 };
 State& state() {
   static State* s = new State;  // leaked: CUPTI may call back during exit
@@ -155,7 +163,10 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t size
   Buffer b(buffer);
   --s.in_flight;
   CUpti_Activity* rec = nullptr;
-  while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) take(s.activity, rec);
+  // Records delivered outside a window (late, from a window that ended) would land in
+  // the next one: they are dropped.
+  while (s.window && valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+    take(s.activity, rec);
   if (size == s.buffer_bytes) s.spare.push_back(std::move(b));  // else: a window of another size, freed
 }
 
@@ -194,8 +205,8 @@ void cupti_pop_slow() {
   --t_cupti_pushed;
 }
 
-void cupti_begin(const ProfilerConfig& config) {
-  if (!(config.layers & kDevice) || !any_cuda_device()) return;
+// Starts CUPTI's collection for the open window (a CUDA device exists).
+void start_collection(int64_t buffer_kb, int64_t max_buffers) {
   static std::once_flag registered;
   static CUptiResult reg = CUPTI_SUCCESS;
   std::call_once(registered, [] {
@@ -207,12 +218,13 @@ void cupti_begin(const ProfilerConfig& config) {
   State& s = state();
   {
     std::lock_guard<std::mutex> g(s.m);
-    size_t bytes = size_t(config.cupti_buffer_kb) * 1024;
+    size_t bytes = size_t(buffer_kb) * 1024;
     if (bytes != s.buffer_bytes) s.spare.clear();
     s.buffer_bytes = bytes;
-    s.max_buffers = config.cupti_max_buffers;
+    s.max_buffers = max_buffers;
     s.activity = DeviceActivity{};
-    s.activity.buffer_kb = config.cupti_buffer_kb;
+    s.activity.buffer_kb = buffer_kb;
+    s.exit_flushed = false;
     s.window = true;
   }
   size_t stale = 0;
@@ -224,25 +236,61 @@ void cupti_begin(const ProfilerConfig& config) {
       s.window = false;
       return warn_once("cuptiActivityEnable: " + error_string(r));
     }
+  // The CUDA device's scheduler polls its events and checks every kernel launch: records
+  // of those calls would crowd the buffers (CUPTI drops what does not fit, kernels too)
+  // and the host tracks, and say nothing about the program.
+  cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, 0);
+  cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, 0);
   std::vector<ClockSample> samples = clock_samples();
   std::lock_guard<std::mutex> g(s.m);
   s.start_samples = std::move(samples);
   g_cupti_active.store(true, std::memory_order_relaxed);
 }
 
-std::optional<DeviceActivity> cupti_end() {
-  State& s = state();
-  {
+void cupti_begin(const ProfilerConfig& config) {
+  if (!(config.layers & kDevice)) return;
+  if (!any_cuda_device()) {
+    // Starting CUPTI now would load the driver in programs that never use a GPU (and
+    // an OPSCOPE_PROFILE window opens before main): the first CUDA device starts it.
+    State& s = state();
     std::lock_guard<std::mutex> g(s.m);
-    if (!s.window) return std::nullopt;
+    s.pending = true;
+    s.pending_buffer_kb = config.cupti_buffer_kb;
+    s.pending_max_buffers = config.cupti_max_buffers;
+    return;
   }
+  start_collection(config.cupti_buffer_kb, config.cupti_max_buffers);
+}
+
+// Disables the window's kinds and flushes CUPTI's buffers into s.activity (the window
+// stays open for the flush); returns the stop clock samples and the dropped count.
+std::vector<ClockSample> end_collection(size_t& dropped) {
   g_cupti_active.store(false, std::memory_order_relaxed);
   std::vector<ClockSample> stop = clock_samples();
   for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // calls buffer_completed for each
-  size_t dropped = 0;
+  dropped = 0;
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
+  return stop;
+}
+
+std::optional<DeviceActivity> cupti_end() {
+  State& s = state();
+  bool flushed;
+  {
+    std::lock_guard<std::mutex> g(s.m);
+    s.pending = false;  // no CUDA device was made during the window
+    if (!s.window) return std::nullopt;
+    flushed = s.exit_flushed;
+  }
+  size_t dropped = 0;
+  std::vector<ClockSample> stop = flushed ? std::vector<ClockSample>{} : end_collection(dropped);
   std::lock_guard<std::mutex> g(s.m);
+  if (flushed) {
+    stop = std::move(s.stop_samples);
+    dropped = s.exit_dropped;
+    s.exit_flushed = false;
+  }
   s.window = false;
   DeviceActivity a = std::move(s.activity);
   s.activity = DeviceActivity{};
@@ -258,9 +306,38 @@ std::optional<DeviceActivity> cupti_end() {
 
 }  // namespace detail
 
+void cupti_on_device_created() {
+  State& s = state();
+  int64_t kb, max_buffers;
+  {
+    std::lock_guard<std::mutex> g(s.m);
+    if (!s.pending) return;
+    s.pending = false;
+    kb = s.pending_buffer_kb;
+    max_buffers = s.pending_max_buffers;
+  }
+  detail::start_collection(kb, max_buffers);
+}
+
+void cupti_flush_at_exit() {
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> g(s.m);
+    if (!s.window || s.exit_flushed) return;
+  }
+  size_t dropped = 0;
+  std::vector<ClockSample> stop = detail::end_collection(dropped);
+  std::lock_guard<std::mutex> g(s.m);
+  s.stop_samples = std::move(stop);
+  s.exit_dropped = dropped;
+  s.exit_flushed = true;
+}
+
 #else  // no CUPTI in this build
 
 bool cupti_available() { return false; }
+void cupti_on_device_created() {}
+void cupti_flush_at_exit() {}
 
 namespace detail {
 void cupti_push_slow(uint64_t) {}

@@ -37,4 +37,15 @@ inline void cupti_pop_launch() {
 // True when this build links CUPTI (the toolkit was found at configure time).
 bool cupti_available();
 
+// Called by the CUDA device when one is made: a recording window that opened before any
+// CUDA device existed (an OPSCOPE_PROFILE session opens one before main) starts its GPU
+// tracing now.
+void cupti_on_device_created();
+
+// At exit, from the CUDA device's handler that runs before the CUDA runtime tears itself
+// down (the devices drained): ends CUPTI's collection of the open window, if any, and
+// keeps its records, so the session's own (later) handler collects them without calling
+// into CUPTI after the runtime has gone.
+void cupti_flush_at_exit();
+
 }  // namespace opscope::prof

@@ -8,10 +8,10 @@
 
 namespace opscope::prof::detail {
 
-// Begins GPU tracing when this build has CUPTI, `config` records the device layer and a
-// CUDA device exists (a CUDA device made during the window is traced from the next one).
-// Never throws: when CUPTI fails, it warns once on stderr and the profile has no GPU
-// events.
+// Begins GPU tracing when this build has CUPTI and `config` records the device layer:
+// at once when a CUDA device exists, else when the first one is made during the window
+// (cupti_on_device_created). Never throws: when CUPTI fails, it warns once on stderr and
+// the profile has no GPU events.
 void cupti_begin(const ProfilerConfig& config);
 // Ends the window begun by cupti_begin: disables the activity kinds, flushes CUPTI's
 // buffers (forced) and returns what they held; nullopt when no window was begun.
