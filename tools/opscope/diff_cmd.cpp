@@ -62,7 +62,8 @@ void add_diff_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print JSON instead of the table");
   cmd->add_option("--sort-by", args->sort_by,
                   "Largest change first of: self_device_time_total, device_time_total, self_cpu_time_total, "
-                  "cpu_time_total, cpu_time, device_time, count, bytes, flops; or name")
+                  "cpu_time_total, cpu_time, device_time, count, bytes, flops, self_device_memory_usage, "
+                  "device_memory_usage; or name")
       ->capture_default_str();
   cmd->add_option("--row-limit", args->row_limit, "Table rows per section (0: all)")->capture_default_str();
   cmd->add_option("--kind", args->kind, "Rows to show: op, range, kernel or all (or a comma list)")

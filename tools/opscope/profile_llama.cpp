@@ -20,6 +20,7 @@
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/annotate.h"
 #include "opscope/profiler/key_averages.h"
+#include "opscope/profiler/memory.h"
 #include "opscope/profiler/roofline.h"
 #include "opscope/profiler/session.h"
 #include "opscope/profiler/store.h"
@@ -103,8 +104,7 @@ void run_llama(const LlamaArgs& a) {
   try {
     prof::KeyAverages().sorted(a.sort_by);
   } catch (const Error&) {
-    fail("--sort-by", "unknown key '{}' (expected self_device_time_total, device_time_total, device_time, "
-         "self_cpu_time_total, cpu_time_total, cpu_time or count)", a.sort_by);
+    fail("--sort-by", "unknown key '{}' (expected one of {})", a.sort_by, prof::sort_key_names());
   }
   if (!a.weights.empty()) models::SafetensorsFile::open(a.weights);  // a bad file fails before any output
   std::error_code ec;
@@ -164,7 +164,8 @@ void run_llama(const LlamaArgs& a) {
     auto ka = prof::key_averages(trace);
     res.prefill_device_ms = range_device_ms(ka, "prefill");
     res.decode_device_ms = range_device_ms(ka, "decode");
-    fmt::print("== {} (saved to {})\n{}\n{}\n", mode, pc.output_dir, ka.table(a.sort_by, row_limit), ranges_table(ka));
+    fmt::print("== {} (saved to {})\n{}{}\n{}\n", mode, pc.output_dir, ka.table(a.sort_by, row_limit),
+               prof::memory_summary_text(trace), ranges_table(ka));
     results.push_back(res);
   }
 
@@ -211,7 +212,7 @@ void add_profile_llama_command(CLI::App& profile) {
   sub->add_option("--warmup", a->warmup, "unprofiled generations first (compilation happens here)")
       ->capture_default_str()
       ->type_name("N");
-  sub->add_option("--sort-by", a->sort_by, "table sort key")->capture_default_str();
+  sub->add_option("--sort-by", a->sort_by, "table sort key: " + prof::sort_key_names())->capture_default_str();
   sub->add_option("--row-limit", a->row_limit, "table rows (0: all)")->capture_default_str()->type_name("N");
   sub->callback([a] { run_llama(*a); });
 }

@@ -1,6 +1,7 @@
 // opscope table DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--group-by-stack N]
 //                   [--time-unit U]
-// prints the key_averages table of a saved profile, as it was printed when profiled.
+// prints the key_averages table of a saved profile, as it was printed when profiled, and
+// each device's memory peak when the profile recorded the allocator.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "opscope/core/error.h"
 #include "check_flag.h"
 #include "opscope/profiler/key_averages.h"
+#include "opscope/profiler/memory.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::cli {
@@ -29,9 +31,7 @@ void add_table_command(CLI::App& app) {
   auto args = std::make_shared<TableArgs>();
   CLI::App* cmd = app.add_subcommand("table", "Print the key_averages table of a saved profile");
   cmd->add_option("dir", args->dir, "Profile folder (with profile.db) or profile.db file")->required();
-  cmd->add_option("--sort-by", args->sort_by,
-                  "Sort key: self_cpu_time_total, cpu_time_total, cpu_time, self_device_time_total, "
-                  "device_time_total, device_time, count")
+  cmd->add_option("--sort-by", args->sort_by, "Sort key: " + prof::sort_key_names() + " (or torch's cuda_*/cpu_* spellings)")
       ->capture_default_str();
   cmd->add_option("--row-limit", args->row_limit, "Rows to print (0: all)")->capture_default_str();
   cmd->add_flag("--group-by-shape", args->group_by_shape, "One row per op and input shapes");
@@ -47,6 +47,7 @@ void add_table_command(CLI::App& app) {
     std::string table = averages.table(args->sort_by, args->row_limit, args->time_unit);
     std::fputs(table.c_str(), stdout);
     if (!table.empty() && table.back() != '\n') std::fputc('\n', stdout);
+    std::fputs(prof::memory_summary_text(trace).c_str(), stdout);
   });
 }
 

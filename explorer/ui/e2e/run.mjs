@@ -98,6 +98,27 @@ await check('timeline shows host, runtime and device-core tracks', async () => {
   await shot('02-timeline');
 });
 
+await check('memory track shows allocated bytes with the peak marked and a hover readout', async () => {
+  await page.goto(`${url}#/p/${ids.naive}/timeline`);
+  await timelineReady();
+  const rows = await page.evaluate(() => window.__opscope.timelines[0].memoryState());
+  assert(rows.length >= 1, 'no memory track');
+  const m = rows[0];
+  assert(/^cpu:\d+$/.test(m.name) && m.points >= 3, `memory track: ${JSON.stringify(m)}`);
+  assert(/^peak \d[\d.]* (B|KiB|MiB|GiB)$/.test(m.peakLabel), `peak label: ${m.peakLabel}`);
+  assert(m.peakX !== null, 'the peak marker is drawn in the fitted view');
+  // The server's peak, and the readout at the marker reads that value.
+  const api = await page.evaluate(async (id) => (await (await fetch(`/api/profiles/${id}/memory`)).json()), ids.naive);
+  const peak = api.devices[0].peak;
+  assert(peak.bytes > 0 && /rmsnorm naive/.test(peak.op), `peak: ${JSON.stringify(peak)}`);
+  await page.mouse.move(m.peakX + 1, m.y);
+  await page.waitForTimeout(100);
+  const tip = await page.$eval('.timeline .tooltip', (e) => e.textContent);
+  assert(/allocated at/.test(tip) && tip.startsWith(`${m.name}: `), `tooltip: ${tip}`);
+  await shot('02b-memory-track');
+  await page.mouse.move(5, 5);
+});
+
 // Finds the first event called `name` of `kind` in a profile; the event route zooms to it.
 const firstEvent = (id, name, kind) => page.evaluate(async ([id, name, kind]) => {
   const r = await (await fetch(`/api/profiles/${id}/search?q=${name}&exact=1`)).json();

@@ -52,8 +52,17 @@ export interface OpRow {
   self_cpu_ns: number; self_cpu_pct: number; cpu_total_ns: number; cpu_total_pct: number; cpu_avg_ns: number;
   self_device_ns: number; self_device_pct: number; device_total_ns: number; device_total_pct: number; device_avg_ns: number;
   bytes: number; flops: number; gbps: number; gflops: number; roofline_pct: number;
+  self_device_memory: number; device_memory: number; self_device_allocs: number; device_allocs: number;
 }
-export interface OpsTable { rows: OpRow[]; self_cpu_total_ns: number; self_device_total_ns: number; dropped: number }
+export interface OpsTable { rows: OpRow[]; self_cpu_total_ns: number; self_device_total_ns: number; dropped: number; has_memory: boolean }
+
+// A device's allocated bytes as a step series: bytes[i] holds from t[i] to t[i + 1].
+export interface MemoryPeak { bytes: number; t: number; op: string; start_bytes: number; end_bytes: number; allocs: number; frees: number }
+export interface MemorySeries {
+  device: number; name: string; t: number[]; bytes: number[]; events: number; downsampled: boolean;
+  window_max: { bytes: number; t: number }; peak: MemoryPeak;
+}
+export interface MemoryWindow { t0: number; t1: number; points: number; devices: MemorySeries[] }
 
 export interface SearchResult {
   q: string; total: number; names: { name: string; count: number }[]; events: EventBrief[]; truncated: boolean;
@@ -99,6 +108,9 @@ export const api = {
   tracks: (id: number) => getJSON<Tracks>(`${P(id)}/tracks`),
   timeline: (id: number, t0: number, t1: number, px: number) =>
     getJSON<TimelineWindow>(`${P(id)}/timeline`, { t0: Math.floor(t0), t1: Math.ceil(t1), px: Math.max(1, Math.round(px)) }),
+  memory: (id: number, t0?: number, t1?: number, points = 2000) =>
+    getJSON<MemoryWindow>(`${P(id)}/memory`, t0 === undefined || t1 === undefined ? { points }
+      : { t0: Math.floor(t0), t1: Math.max(Math.ceil(t1), Math.floor(t0) + 1), points: Math.max(3, Math.min(2000, Math.round(points))) }),
   range: (id: number, t0: number, t1: number) => getJSON<RangeStats>(`${P(id)}/range`, { t0: Math.floor(t0), t1: Math.ceil(t1) }),
   event: (id: number, e: number) => getJSON<EventDetails>(`${P(id)}/event/${e}`),
   ops: (id: number) => getJSON<OpsTable>(`${P(id)}/ops`),

@@ -2,16 +2,20 @@
 // Mouse: wheel zooms about the pointer (shift+wheel pans), drag pans, click selects,
 // shift+drag (or drag on the ruler) selects a time range, double-click zooms to an event.
 // Keys: + / - zoom, arrows (or A / D) pan, 0 fits, Esc clears.
+// Under the lanes, one memory track per device (allocated bytes, memory.ts) when the
+// profile recorded the allocator; hovering it reads the bytes at the cursor.
 
-import { api, type EventDetails, type Flow, type LaneWindow, type Tracks } from './api';
+import { api, type EventDetails, type Flow, type LaneWindow, type MemorySeries, type MemoryWindow, type Tracks } from './api';
 import { eventColor, labelColor, layerSwatch, type Theme } from './colors';
 import { formatDuration } from './format';
-import { drawableAt, layoutLanes, rowAt, type Layout } from './layout';
+import { drawableAt, GROUP_GAP, layoutLanes, rowAt, type Layout } from './layout';
+import { drawMemoryRow, peakLabel, readout } from './memory';
 import { clampView, fitView, panBy, rulerTicks, timeToX, xToTime, zoomAt, type Bounds, type Viewport } from './viewport';
 
 const GUTTER = 176;
 const RULER = 28;
 const PAD_RIGHT = 12;
+const MEM_HEIGHT = 56;
 
 export interface TimelineOptions {
   profile: number;
@@ -21,7 +25,10 @@ export interface TimelineOptions {
   onRange?: (range: [number, number] | null) => void;
   onView?: (v: Viewport) => void;
   extent?: number;  // at least this many ns from the start (aligns compared profiles)
+  memory?: MemoryWindow;  // the whole profile's memory series: one track per device
 }
+
+interface MemoryRow { device: number; name: string; y: number; height: number }
 
 interface ChainFlow { fromLane: number; fromT: number; toLane: number; toT: number }
 
@@ -44,11 +51,20 @@ export class Timeline {
   private drag: { x: number; y: number; view: Viewport; mode: 'pan' | 'range'; moved: boolean } | null = null;
   private frame = 0;
   private resizeObs: ResizeObserver;
+  private memRows: MemoryRow[] = [];
+  private memory = new Map<number, MemorySeries>();
+  private memPeakX = new Map<number, number | null>();
   ready = false;
 
   constructor(host: HTMLElement, private opts: TimelineOptions) {
     this.bounds = { begin: opts.tracks.t0, end: Math.max(opts.tracks.t1, opts.tracks.t0 + (opts.extent ?? 1)) };
     this.layout = layoutLanes(opts.tracks.lanes, RULER + 6);
+    let y = RULER + 6 + this.layout.height + GROUP_GAP;
+    for (const s of opts.memory?.devices ?? []) {
+      this.memRows.push({ device: s.device, name: s.name, y, height: MEM_HEIGHT });
+      this.memory.set(s.device, s);
+      y += MEM_HEIGHT + GROUP_GAP;
+    }
     this.el = document.createElement('div');
     this.el.className = 'timeline';
     this.el.dataset.testid = 'timeline';
@@ -83,7 +99,7 @@ export class Timeline {
 
   private resize(): void {
     const w = this.el.clientWidth || 800;
-    const h = RULER + 6 + this.layout.height + 10;
+    const h = RULER + 6 + this.layout.height + this.memRows.length * (MEM_HEIGHT + GROUP_GAP) + 10;
     const dpr = window.devicePixelRatio || 1;
     this.canvas.width = Math.round(w * dpr);
     this.canvas.height = Math.round(h * dpr);
@@ -126,7 +142,9 @@ export class Timeline {
     if (this.inflight) { this.dirty = true; return; }
     this.inflight = true;
     const t0 = v.t0 - span * 0.5, t1 = v.t1 + span * 0.5, px = Math.min(20000, Math.round(v.width * 2));
-    api.timeline(this.opts.profile, t0, t1, px).then((w) => {
+    const mem = this.memRows.length ? api.memory(this.opts.profile, t0, t1, v.width * 2) : Promise.resolve(null);
+    Promise.all([api.timeline(this.opts.profile, t0, t1, px), mem]).then(([w, m]) => {
+      for (const s of m?.devices ?? []) this.memory.set(s.device, s);
       this.windows.clear();
       for (const l of w.lanes) this.windows.set(l.lane, l);
       this.flows = w.flows;
@@ -264,11 +282,24 @@ export class Timeline {
     this.select(hit.e);
   }
 
+  private memRowAt(y: number): MemoryRow | null {
+    return this.memRows.find((r) => y >= r.y && y < r.y + r.height) ?? null;
+  }
+
   private hover(ev: MouseEvent): void {
-    const hit = this.hit(ev);
-    if (!hit) { this.tip.style.display = 'none'; return; }
-    const what = hit.n > 1 ? `${hit.n.toLocaleString('en-US')} events (${hit.name} …) · click to zoom` : hit.name;
-    this.tip.textContent = `${what} · ${formatDuration(hit.t1 - hit.t0)}`;
+    const mr = this.memRowAt(this.localY(ev));
+    const series = mr ? this.memory.get(mr.device) : undefined;
+    const memText = series && this.plotX(ev) >= 0 ? readout(series, xToTime(this.view, this.plotX(ev))) : null;
+    const hit = memText ? null : this.hit(ev);
+    if (memText) {
+      this.tip.textContent = memText;
+    } else if (hit) {
+      const what = hit.n > 1 ? `${hit.n.toLocaleString('en-US')} events (${hit.name} …) · click to zoom` : hit.name;
+      this.tip.textContent = `${what} · ${formatDuration(hit.t1 - hit.t0)}`;
+    } else {
+      this.tip.style.display = 'none';
+      return;
+    }
     const r = this.el.getBoundingClientRect();
     this.tip.style.display = 'block';
     this.tip.style.left = `${Math.min(ev.clientX - r.left + 12, r.width - 260)}px`;
@@ -300,6 +331,8 @@ export class Timeline {
         ctx.fillRect(0, r.y - 2, W, last.y + last.height - r.y + 4);
       }
     }
+    ctx.fillStyle = color('--band');
+    for (const r of this.memRows) ctx.fillRect(0, r.y - 2, W, r.height + 4);
     ctx.strokeStyle = color('--grid');
     ctx.lineWidth = 1;
     for (const tk of ticks) {
@@ -343,6 +376,14 @@ export class Timeline {
           ctx.fillText(ellipsize(ctx, name, width - 8), Math.max(x0, GUTTER) + 4, y + h / 2 + 0.5);
         }
       }
+    }
+    ctx.globalAlpha = 1;
+
+    // Memory tracks: allocated bytes per device, the peak marked.
+    const memColors = { line: color('--link'), peak: color('--select'), text: color('--fg') };
+    for (const r of this.memRows) {
+      const series = this.memory.get(r.device);
+      this.memPeakX.set(r.device, series ? drawMemoryRow(ctx, series, v, GUTTER, r.y, r.height, memColors) : null);
     }
     ctx.globalAlpha = 1;
 
@@ -411,6 +452,33 @@ export class Timeline {
       ctx.font = '12px ui-sans-serif, system-ui, sans-serif';
       ctx.fillText(ellipsize(ctx, r.group, GUTTER - 24), 16, r.y + r.height / 2);
     }
+    for (const r of this.memRows) {
+      const series = this.memory.get(r.device);
+      ctx.fillStyle = color('--link');
+      ctx.fillRect(6, r.y + 2, 3, r.height - 4);
+      ctx.fillStyle = color('--fg');
+      ctx.font = '12px ui-sans-serif, system-ui, sans-serif';
+      ctx.fillText(ellipsize(ctx, `${r.name} memory`, GUTTER - 24), 16, r.y + 12);
+      if (series) {
+        ctx.fillStyle = color('--muted');
+        ctx.font = '11px ui-sans-serif, system-ui, sans-serif';
+        ctx.fillText(ellipsize(ctx, peakLabel(series.peak), GUTTER - 24), 16, r.y + 28);
+      }
+    }
+  }
+
+  // The memory tracks as drawn, for the end-to-end tests: where the peak marker is
+  // (null: outside the view) and the series' size.
+  memoryState(): { device: number; name: string; points: number; peakLabel: string; peakX: number | null; y: number }[] {
+    const rect = this.canvas.getBoundingClientRect();
+    return this.memRows.map((r) => {
+      const s = this.memory.get(r.device);
+      const x = this.memPeakX.get(r.device);
+      return {
+        device: r.device, name: r.name, points: s?.t.length ?? 0, peakLabel: s ? peakLabel(s.peak) : '',
+        peakX: x === undefined || x === null ? null : rect.left + x, y: rect.top + r.y + r.height / 2,
+      };
+    });
   }
 
   // ---- hooks for the end-to-end tests: where a drawable is, what is highlighted.

@@ -11,7 +11,9 @@ import { zoomAt } from './viewport';
 export interface TimelineRequest { id: number; select?: string; event?: number; events?: number[] }
 
 export async function renderTimelinePage(host: HTMLElement, req: TimelineRequest, label: string): Promise<Timeline> {
-  const tracks = await api.tracks(req.id);
+  // The memory tracks need the devices up front (they size the canvas); a profile
+  // without allocator events has none.
+  const [tracks, memory] = await Promise.all([api.tracks(req.id), api.memory(req.id).catch(() => undefined)]);
   const legend = (['framework', 'runtime', 'device'] as const)
     .map((l) => `<span class="legend"><span class="dot" style="background:${layerSwatch(l, currentTheme())}"></span>${l}</span>`).join('');
   host.innerHTML = `
@@ -34,7 +36,7 @@ export async function renderTimelinePage(host: HTMLElement, req: TimelineRequest
     </section>`;
   const panel = host.querySelector<HTMLElement>('.side-panel')!;
   const tl = new Timeline(host.querySelector<HTMLElement>('.timeline-host')!, {
-    profile: req.id, tracks, title: 'time',
+    profile: req.id, tracks, memory, title: 'time',
     onSelect: (d) => {
       if (!d) return;
       renderDetails(panel, d, (e) => { tl.select(e); revealBrief(tl, d.chain, e); });

@@ -2,7 +2,7 @@
 import { api, type OpRow, type ProfileEntry, type Summary } from './api';
 import { escapeHtml as h, formatBytes, formatCount, formatDuration, formatGBps, formatPct } from './format';
 import { rooflineSvg } from './roofline';
-import { renderTable } from './table';
+import { renderTable, type Column } from './table';
 
 export function renderProfiles(host: HTMLElement, profiles: ProfileEntry[], go: (hash: string) => void): void {
   const ok = profiles.filter((p) => p.ok);
@@ -116,6 +116,7 @@ export async function renderOps(host: HTMLElement, id: number, go: (hash: string
     <div id="ops-table"></div></section>`;
   const dur = (v: unknown) => formatDuration(v as number);
   const pct = (v: unknown) => `${(v as number).toFixed(1)}%`;
+  const mem = (v: unknown) => formatBytes(v as number);
   renderTable<OpRow>(host.querySelector('#ops-table')!, {
     rows: t.rows, filterFields: ['name', 'kind'], sortKey: 'self_device_ns', placeholder: 'Filter by name or kind', testId: 'ops-table',
     columns: [
@@ -130,6 +131,11 @@ export async function renderOps(host: HTMLElement, id: number, go: (hash: string
       { key: 'self_device_pct', label: 'Self Device %', numeric: true, format: pct },
       { key: 'device_total_ns', label: 'Device total', numeric: true, format: dur },
       { key: 'device_avg_ns', label: 'Device time avg', numeric: true, format: dur },
+      // Bytes allocated − freed on the device inside the op (torch's "CUDA Mem" / "Self CUDA Mem").
+      ...(t.has_memory ? [
+        { key: 'device_memory', label: 'Device Mem', numeric: true, format: mem, title: 'bytes allocated minus freed in the op and the ops inside it' },
+        { key: 'self_device_memory', label: 'Self Device Mem', numeric: true, format: mem, title: 'bytes allocated minus freed in the op itself' },
+      ] as Column<OpRow>[] : []),
       { key: 'calls', label: '# of Calls', numeric: true, format: (v) => formatCount(v as number) },
       { key: 'gbps', label: 'GB/s', numeric: true, format: (v) => (v as number) > 0 ? formatGBps(v as number) : '' },
       { key: 'gflops', label: 'GFLOP/s', numeric: true, format: (v) => (v as number) > 0 ? (v as number).toPrecision(3) : '' },

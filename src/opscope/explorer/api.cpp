@@ -64,6 +64,7 @@ ApiResponse ExplorerApi::get(std::string_view path, const Params& params) const 
       if (view == "tracks") return {200, tracks_view(p)};
       if (view == "timeline") return {200, timeline_view(p, params)};
       if (view == "range") return {200, range_view(p, params)};
+      if (view == "memory") return {200, memory_view(p, params)};
       if (view == "ops") return {200, ops_view(p, params)};
       if (view == "search") return {200, search_view(p, params)};
     }

@@ -5,6 +5,8 @@
 //   /api/profiles/{id}/tracks          lanes (groups, depth, layer) and the name table
 //   /api/profiles/{id}/timeline?t0=&t1=&px=   level-of-detail drawables per lane, flows
 //   /api/profiles/{id}/range?t0=&t1=   aggregate statistics of a selected time range
+//   /api/profiles/{id}/memory?t0=&t1=&points=   allocated bytes per device (≤ points, max
+//                                      per bucket) and each device's peak with its op
 //   /api/profiles/{id}/event/{n}       details and the correlation chain op → launches → kernels
 //   /api/profiles/{id}/ops             key_averages rows
 //   /api/profiles/{id}/search?q=[&exact=1]   events by name

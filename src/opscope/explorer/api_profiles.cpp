@@ -72,11 +72,13 @@ json ops_view(const Profile& p, const Params& params) {
                     {"self_device_ns", r.self_device_ns}, {"self_device_pct", pct(r.self_device_ns, dev)},
                     {"device_total_ns", r.device_total_ns}, {"device_total_pct", pct(r.device_total_ns, dev)},
                     {"device_avg_ns", r.device_avg_ns()}, {"bytes", r.bytes}, {"flops", r.flops},
+                    {"self_device_memory", r.self_device_memory}, {"device_memory", r.device_memory},
+                    {"self_device_allocs", r.self_device_allocs}, {"device_allocs", r.device_allocs},
                     {"gbps", r.gbps()}, {"gflops", r.gflops()},
                     {"roofline_pct", ka.roofline().known() ? 100 * ka.roofline().fraction(r.gbps(), r.gflops()) : 0.0}});
   }
   return {{"rows", rows}, {"self_cpu_total_ns", cpu}, {"self_device_total_ns", dev},
-          {"dropped", ka.dropped()}, {"group_by_shape", by_shape}};
+          {"dropped", ka.dropped()}, {"group_by_shape", by_shape}, {"has_memory", ka.has_memory()}};
 }
 
 json compare_view(size_t a_id, const Profile& a, size_t b_id, const Profile& b) {

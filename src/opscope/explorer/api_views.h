@@ -24,6 +24,7 @@ nlohmann::json profile_entry(size_t id, const Profile& p);
 nlohmann::json tracks_view(const Profile& p);
 nlohmann::json timeline_view(const Profile& p, const Params& params);
 nlohmann::json range_view(const Profile& p, const Params& params);
+nlohmann::json memory_view(const Profile& p, const Params& params);
 nlohmann::json event_view(const Profile& p, uint32_t e);
 nlohmann::json search_view(const Profile& p, const Params& params);
 nlohmann::json ops_view(const Profile& p, const Params& params);

@@ -47,6 +47,11 @@ const prof::KeyAverages& Profile::key_averages() const {
   return *ops_;
 }
 
+const std::vector<MemoryTrack>& Profile::memory() const {
+  std::call_once(memory_once_, [&] { memory_ = memory_tracks(trace_); });
+  return memory_;
+}
+
 ProfilePtr open_profile(const std::string& path) {
   namespace fs = std::filesystem;
   fs::path p(path);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opscope/explorer/correlation.h"
+#include "opscope/explorer/memory_track.h"
 #include "opscope/explorer/timeline_index.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/trace.h"
@@ -34,6 +35,7 @@ class Profile {
   const CorrelationIndex& correlation() const { return *corr_; }
   const prof::KeyAverages& key_averages() const;  // ungrouped, computed once
   const nlohmann::json& summary() const;          // summarize(*this), computed once (summary.cpp)
+  const std::vector<MemoryTrack>& memory() const;  // allocated bytes per device, computed once
 
  private:
   Profile() = default;
@@ -45,6 +47,8 @@ class Profile {
   mutable std::optional<prof::KeyAverages> ops_;
   mutable std::once_flag summary_once_;
   mutable nlohmann::json summary_;
+  mutable std::once_flag memory_once_;
+  mutable std::vector<MemoryTrack> memory_;
 };
 
 using ProfilePtr = std::shared_ptr<const Profile>;

@@ -31,7 +31,8 @@ std::string row_key(const KeyAverage& r) {
 }
 
 DiffSide side_of(const KeyAverage& r) {
-  return {r.count, r.self_cpu_ns, r.cpu_total_ns, r.self_device_ns, r.device_total_ns, r.bytes, r.flops};
+  return {r.count, r.self_cpu_ns, r.cpu_total_ns, r.self_device_ns, r.device_total_ns, r.bytes, r.flops,
+          r.self_device_memory, r.device_memory};
 }
 
 // The recording config's fields that decide what the figures mean.
@@ -162,6 +163,12 @@ const SortKey kSortKeys[] = {
     {"count", [](const DiffSide& s) { return double(s.count); }},
     {"bytes", [](const DiffSide& s) { return double(s.bytes); }},
     {"flops", [](const DiffSide& s) { return double(s.flops); }},
+    {"self_device_memory_usage", [](const DiffSide& s) { return double(s.self_device_memory); }},
+    {"device_memory_usage", [](const DiffSide& s) { return double(s.device_memory); }},
+    {"self_cuda_memory_usage", [](const DiffSide& s) { return double(s.self_device_memory); }},
+    {"cuda_memory_usage", [](const DiffSide& s) { return double(s.device_memory); }},
+    {"self_cpu_memory_usage", [](const DiffSide& s) { return double(s.self_device_memory); }},
+    {"cpu_memory_usage", [](const DiffSide& s) { return double(s.device_memory); }},
 };
 
 int64_t largest_time_change(const DiffRow& r) {
@@ -190,7 +197,8 @@ const char* status_name(DiffStatus s) {
 DiffSide DiffRow::delta() const {
   return {b.count - a.count,           b.self_cpu_ns - a.self_cpu_ns,         b.cpu_total_ns - a.cpu_total_ns,
           b.self_device_ns - a.self_device_ns, b.device_total_ns - a.device_total_ns, b.bytes - a.bytes,
-          b.flops - a.flops};
+          b.flops - a.flops,
+          b.self_device_memory - a.self_device_memory, b.device_memory - a.device_memory};
 }
 
 uint32_t parse_diff_kinds(std::string_view spec, std::string_view what) {

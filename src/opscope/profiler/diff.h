@@ -31,6 +31,8 @@ struct DiffSide {
   int64_t device_total_ns = 0;
   int64_t bytes = 0;
   int64_t flops = 0;
+  int64_t self_device_memory = 0;  // key_averages' Self Device Mem / Device Mem (bytes)
+  int64_t device_memory = 0;
   bool operator==(const DiffSide&) const = default;
 };
 
@@ -82,7 +84,8 @@ uint32_t parse_diff_kinds(std::string_view spec, std::string_view what = "kind")
 struct DiffView {
   // Descending |change| of a figure: self_device_time_total, device_time_total,
   // self_cpu_time_total, cpu_time_total, cpu_time / device_time (averages), count,
-  // bytes, flops (the cuda_* spellings are aliases); "name" (ascending); "" keeps row order.
+  // bytes, flops, self_device_memory_usage, device_memory_usage (the cuda_* spellings
+  // and torch's cpu_/cuda_ memory keys are aliases); "name" (ascending); "" keeps row order.
   std::string sort_by = "self_device_time_total";
   int64_t row_limit = 100;  // rows per section of the table (<= 0: all); JSON lists all
   uint32_t kinds = kAllDiffKinds;

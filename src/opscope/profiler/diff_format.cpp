@@ -113,7 +113,9 @@ json side_json(const DiffSide& s) {
           {"self_device_ns", s.self_device_ns},
           {"device_total_ns", s.device_total_ns},
           {"bytes", s.bytes},
-          {"flops", s.flops}};
+          {"flops", s.flops},
+          {"self_device_memory", s.self_device_memory},
+          {"device_memory", s.device_memory}};
 }
 
 json totals_json(const ProfileTotals& t) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "opscope/core/error.h"
+#include "opscope/profiler/memory.h"
 
 namespace opscope::prof {
 
@@ -103,6 +104,7 @@ using Field = double (*)(const KeyAverage&);
 struct SortKey {
   const char* name;
   Field field;
+  bool alias = false;  // torch's other spelling of a key listed before it
 };
 const SortKey kSortKeys[] = {
     {"self_cpu_time_total", [](const KeyAverage& r) { return double(r.self_cpu_ns); }},
@@ -111,9 +113,15 @@ const SortKey kSortKeys[] = {
     {"self_device_time_total", [](const KeyAverage& r) { return double(r.self_device_ns); }},
     {"device_time_total", [](const KeyAverage& r) { return double(r.device_total_ns); }},
     {"device_time", [](const KeyAverage& r) { return r.device_avg_ns(); }},
-    {"self_cuda_time_total", [](const KeyAverage& r) { return double(r.self_device_ns); }},
-    {"cuda_time_total", [](const KeyAverage& r) { return double(r.device_total_ns); }},
-    {"cuda_time", [](const KeyAverage& r) { return r.device_avg_ns(); }},
+    {"self_cuda_time_total", [](const KeyAverage& r) { return double(r.self_device_ns); }, true},
+    {"cuda_time_total", [](const KeyAverage& r) { return double(r.device_total_ns); }, true},
+    {"cuda_time", [](const KeyAverage& r) { return r.device_avg_ns(); }, true},
+    {"self_device_memory_usage", [](const KeyAverage& r) { return double(r.self_device_memory); }},
+    {"device_memory_usage", [](const KeyAverage& r) { return double(r.device_memory); }},
+    {"self_cuda_memory_usage", [](const KeyAverage& r) { return double(r.self_device_memory); }, true},
+    {"cuda_memory_usage", [](const KeyAverage& r) { return double(r.device_memory); }, true},
+    {"self_cpu_memory_usage", [](const KeyAverage& r) { return double(r.self_device_memory); }, true},
+    {"cpu_memory_usage", [](const KeyAverage& r) { return double(r.device_memory); }, true},
     {"count", [](const KeyAverage& r) { return double(r.count); }},
 };
 
@@ -194,6 +202,13 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
   IdMap launch_event(1024);
   std::vector<std::pair<int64_t, int64_t>> launch_cost;
   std::vector<uint64_t> fw_ids;
+  // Allocator events: the op/range they happened in, and the bytes (freed: negative).
+  struct Mem {
+    uint64_t parent;
+    int64_t delta;
+    bool alloc;
+  };
+  std::vector<Mem> mem;
   // Reserved for the worst case: only the pages used are ever touched.
   fw.reserve(ev.size());
   fw_ids.reserve(ev.size());
@@ -217,6 +232,9 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
         sp.bytes += e.bytes;
         sp.flops += e.flops;
       }
+    } else if (e.kind == EventKind::alloc || e.kind == EventKind::free) {
+      bool alloc = e.kind == EventKind::alloc;
+      mem.push_back({e.parent, alloc ? e.bytes : -e.bytes, alloc});
     } else if (e.kind == EventKind::launch && e.id) {
       if (launch_event.find_or_put(e.id, int32_t(launch_cost.size())) == int32_t(launch_cost.size()))
         launch_cost.emplace_back(e.bytes, e.flops);
@@ -262,8 +280,25 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
       flops[size_t(a)] += spans[s].flops;
     }
   }
+  // Memory: each event's bytes to its op/range (self) and that one's ancestors (total).
+  std::vector<int64_t> self_mem(n, 0), mem_total(n, 0), self_allocs(n, 0), allocs_total(n, 0);
+  out.has_memory_ = !mem.empty();
+  for (const Mem& m : mem) {
+    int32_t owner = ids.get(m.parent);
+    if (owner < 0) continue;
+    self_mem[size_t(owner)] += m.delta;
+    self_allocs[size_t(owner)] += m.alloc;
+    for (int32_t a = owner, steps = 0; a >= 0 && steps < 4096; a = parent[size_t(a)], ++steps) {
+      mem_total[size_t(a)] += m.delta;
+      allocs_total[size_t(a)] += m.alloc;
+    }
+  }
   for (size_t j = 0; j < n; ++j) {
     KeyAverage& r = out.rows_[size_t(fw[j].row)];
+    r.self_device_memory += self_mem[j];
+    r.device_memory += mem_total[j];
+    r.self_device_allocs += self_allocs[j];
+    r.device_allocs += allocs_total[j];
     int64_t total = fw[j].t1 - fw[j].t0;
     r.count++;
     r.cpu_total_ns += total;
@@ -283,6 +318,13 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
   return out;
 }
 
+std::string sort_key_names(bool with_aliases) {
+  std::string names;
+  for (const SortKey& k : kSortKeys)
+    if (with_aliases || !k.alias) names += names.empty() ? k.name : std::string(", ") + k.name;
+  return names;
+}
+
 std::vector<KeyAverage> KeyAverages::sorted(std::string_view sort_by) const {
   std::vector<KeyAverage> rows = rows_;
   if (sort_by.empty()) return rows;
@@ -292,9 +334,7 @@ std::vector<KeyAverage> KeyAverages::sorted(std::string_view sort_by) const {
                        [f = k.field](const KeyAverage& a, const KeyAverage& b) { return f(a) > f(b); });
       return rows;
     }
-  std::string names;
-  for (const SortKey& k : kSortKeys) names += names.empty() ? k.name : std::string(", ") + k.name;
-  fail("sort_by", "unknown key '{}' (expected one of {})", sort_by, names);
+  fail("sort_by", "unknown key '{}' (expected one of {})", sort_by, sort_key_names(true));
 }
 
 std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std::string_view time_unit) const {
@@ -306,7 +346,12 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
 
   std::vector<std::string> heads = {"Name",        "Self CPU %",    "Self CPU",     "CPU total %",
                                     "CPU total",   "CPU time avg",  "Self Device",  "Self Device %",
-                                    "Device total", "Device time avg", "# of Calls"};
+                                    "Device total", "Device time avg"};
+  if (has_memory_) {
+    heads.push_back("Device Mem");
+    heads.push_back("Self Device Mem");
+  }
+  heads.push_back("# of Calls");
   bool rates = std::any_of(rows_.begin(), rows_.end(), [](const KeyAverage& r) { return r.bytes > 0 || r.flops > 0; });
   bool roof = rates && roofline_.known();
   if (rates) {
@@ -330,8 +375,12 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
         format_time(double(r.self_device_ns), time_unit),
         fmt::format("{:.2f}%", pct(r.self_device_ns, self_device_total_)),
         format_time(double(r.device_total_ns), time_unit),
-        format_time(r.device_avg_ns(), time_unit),
-        fmt::format("{}", r.count)};
+        format_time(r.device_avg_ns(), time_unit)};
+    if (has_memory_) {
+      c.push_back(format_memory(r.device_memory));
+      c.push_back(format_memory(r.self_device_memory));
+    }
+    c.push_back(fmt::format("{}", r.count));
     // Rates only where the row has device time of its own launches to divide by.
     bool has = r.device_total_ns > 0 && (r.bytes > 0 || r.flops > 0);
     if (rates) {
@@ -383,6 +432,7 @@ std::string KeyAverages::to_json(std::string_view sort_by) const {
   j["self_cpu_time_total_ns"] = self_cpu_total_;
   j["self_device_time_total_ns"] = self_device_total_;
   j["dropped"] = dropped_;
+  j["has_memory"] = has_memory_;
   j["dropped_per_track"] = nlohmann::json::array();
   for (auto& [track, n] : dropped_per_track_) j["dropped_per_track"].push_back({{"track", track}, {"dropped", n}});
   j["rows"] = nlohmann::json::array();
@@ -401,6 +451,10 @@ std::string KeyAverages::to_json(std::string_view sort_by) const {
                          {"self_device_pct", pct(r.self_device_ns, self_device_total_)},
                          {"device_total_ns", r.device_total_ns},
                          {"device_avg_ns", r.device_avg_ns()},
+                         {"self_device_memory", r.self_device_memory},
+                         {"device_memory", r.device_memory},
+                         {"self_device_allocs", r.self_device_allocs},
+                         {"device_allocs", r.device_allocs},
                          {"bytes", r.bytes},
                          {"flops", r.flops},
                          {"gbps", r.gbps()},
@@ -415,13 +469,16 @@ std::string KeyAverages::to_json(std::string_view sort_by) const {
 std::string KeyAverages::to_csv(std::string_view sort_by) const {
   std::string out =
       "name,kind,input_shapes,source,count,self_cpu_ns,self_cpu_pct,cpu_total_ns,cpu_total_pct,cpu_avg_ns,"
-      "self_device_ns,self_device_pct,device_total_ns,device_avg_ns,bytes,flops,gbps,gflops\n";
+      "self_device_ns,self_device_pct,device_total_ns,device_avg_ns,self_device_memory,device_memory,"
+      "self_device_allocs,device_allocs,bytes,flops,gbps,gflops\n";
   for (const KeyAverage& r : sorted(sort_by))
-    out += fmt::format("{},{},{},{},{},{},{:.4f},{},{:.4f},{:.1f},{},{:.4f},{},{:.1f},{},{},{:.3f},{:.3f}\n", csv_field(r.name),
-                       kind_name(r.kind), csv_field(r.input_shapes), csv_field(r.source), r.count, r.self_cpu_ns,
-                       pct(r.self_cpu_ns, self_cpu_total_), r.cpu_total_ns, pct(r.cpu_total_ns, self_cpu_total_),
-                       r.cpu_avg_ns(), r.self_device_ns, pct(r.self_device_ns, self_device_total_),
-                       r.device_total_ns, r.device_avg_ns(), r.bytes, r.flops, r.gbps(), r.gflops());
+    out += fmt::format("{},{},{},{},{},{},{:.4f},{},{:.4f},{:.1f},{},{:.4f},{},{:.1f},{},{},{},{},{},{},{:.3f},{:.3f}\n",
+                       csv_field(r.name), kind_name(r.kind), csv_field(r.input_shapes), csv_field(r.source), r.count,
+                       r.self_cpu_ns, pct(r.self_cpu_ns, self_cpu_total_), r.cpu_total_ns,
+                       pct(r.cpu_total_ns, self_cpu_total_), r.cpu_avg_ns(), r.self_device_ns,
+                       pct(r.self_device_ns, self_device_total_), r.device_total_ns, r.device_avg_ns(),
+                       r.self_device_memory, r.device_memory, r.self_device_allocs, r.device_allocs, r.bytes, r.flops,
+                       r.gbps(), r.gflops());
   return out;
 }
 

@@ -17,6 +17,13 @@
 //   Without correlate_device_time, ops carry no device time and kernel rows own it all.
 // Totals % (CPU total %, Device total %) are relative to the Self totals, as in torch,
 // so nested rows may add up to more than 100%.
+// Device memory (the caching allocator's alloc/free events, runtime layer), torch's
+// profile_memory "Self CPU Mem" / "CPU Mem" applied to the device's allocator:
+//   Self Device Mem of an op/range = bytes allocated minus bytes freed by the alloc/free
+//   events whose parent is that op/range itself; Device Mem = the same over the op and
+//   every op/range nested in it. A free counts (negative) where it happens, even when the
+//   block was allocated in another op, so an op that frees its inputs can go negative.
+//   Events outside any op/range belong to no row; kernel rows carry no memory.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -42,6 +49,12 @@ struct KeyAverage {
   // (from the kernels' shapes), for achieved GB/s and GFLOP/s.
   int64_t bytes = 0;
   int64_t flops = 0;
+  // Device memory (see above): bytes allocated − bytes freed, and allocations counted,
+  // in the op/range itself (self_*) and with its nested ops/ranges.
+  int64_t self_device_memory = 0;
+  int64_t device_memory = 0;
+  int64_t self_device_allocs = 0;
+  int64_t device_allocs = 0;
 
   double cpu_avg_ns() const { return count ? double(cpu_total_ns) / double(count) : 0; }
   double device_avg_ns() const { return count ? double(device_total_ns) / double(count) : 0; }
@@ -59,14 +72,20 @@ class KeyAverages {
   int64_t dropped() const { return dropped_; }
   // The device's peaks, when the profile carries them (roofline.h).
   const Roofline& roofline() const { return roofline_; }
+  // Whether the trace had alloc/free events (the table then shows the memory columns).
+  bool has_memory() const { return has_memory_; }
 
   // Rows ordered by `sort_by` (descending; "" keeps first appearance). Keys as torch:
   // self_cpu_time_total, cpu_time_total, cpu_time (avg), self_device_time_total,
-  // device_time_total, device_time (avg), count; the cuda_* spellings are aliases.
+  // device_time_total, device_time (avg), self_device_memory_usage, device_memory_usage,
+  // count. Aliases: the cuda_* time keys; self_cuda_memory_usage, cuda_memory_usage,
+  // self_cpu_memory_usage and cpu_memory_usage all mean the device allocator's memory
+  // (on the CPU device that memory is host memory, so torch's cpu_* keys read the same).
   // Throws "[sort_by] unknown key 'x' (expected one of ...)".
   std::vector<KeyAverage> sorted(std::string_view sort_by) const;
   // torch.profiler's table. When the launches carry bytes/flops it gains achieved GB/s
-  // and GFLOP/s over Device total, and with known peaks "% Roofline" (roofline.h).
+  // and GFLOP/s over Device total, and with known peaks "% Roofline" (roofline.h); when
+  // the trace has alloc/free events, "Device Mem" and "Self Device Mem" (KB, MB, GB).
   // row_limit <= 0: all rows. time_unit: "s", "ms", "us", "ns",
   // or "" / "auto" (each value in its own unit); else throws "[time_unit] ...".
   std::string table(std::string_view sort_by = "", int64_t row_limit = 100, std::string_view time_unit = "") const;
@@ -81,6 +100,7 @@ class KeyAverages {
   int64_t dropped_ = 0;
   std::vector<std::pair<std::string, int64_t>> dropped_per_track_;
   Roofline roofline_;
+  bool has_memory_ = false;
   bool by_shape_ = false;
   bool by_stack_ = false;
 };
@@ -92,5 +112,9 @@ class KeyAverages {
 std::string printable(std::string_view s);
 
 KeyAverages key_averages(const Trace& trace, bool group_by_input_shape = false, int group_by_stack_n = 0);
+
+// The sort keys, comma-separated, for help texts and errors (with_aliases: torch's other
+// spellings too).
+std::string sort_key_names(bool with_aliases = false);
 
 }  // namespace opscope::prof

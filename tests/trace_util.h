@@ -1,0 +1,38 @@
+// Hand-built trace events for tests that check what is computed from a Trace.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "opscope/profiler/trace.h"
+
+namespace opscope::test {
+
+// An op or range `id` nested in `parent` (0: top level), over [t0, t1].
+inline prof::TraceEvent scope(prof::EventKind kind, const std::string& name, uint64_t id, uint64_t parent,
+                              int64_t t0, int64_t t1) {
+  prof::TraceEvent e;
+  e.kind = kind;
+  e.name = name;
+  e.id = id;
+  e.parent = parent;
+  e.t0 = t0;
+  e.t1 = t1;
+  return e;
+}
+
+// An alloc or free of `bytes` at t in op/range `parent`, `after` bytes allocated on the
+// device once it happened.
+inline prof::TraceEvent mem(prof::EventKind kind, int64_t t, uint64_t parent, int64_t bytes, int64_t after,
+                            int32_t device = 0) {
+  prof::TraceEvent e;
+  e.kind = kind;
+  e.t0 = e.t1 = t;
+  e.id = 0x1000 + uint64_t(t);
+  e.parent = parent;
+  e.bytes = bytes;
+  e.value = after;
+  e.device = device;
+  return e;
+}
+
+}  // namespace opscope::test
