@@ -318,6 +318,33 @@ TEST(Memory, DiffComparesDeviceMemory) {
   EXPECT_NE(j.dump().find("\"device_memory\":9000"), std::string::npos) << j.dump();
 }
 
+// diff's totals: each side's peak of allocated bytes and its change; "-" for a side that
+// recorded no allocator events.
+TEST(Memory, DiffTotalsComparePeakMemory) {
+  Trace a = memory_trace(), b = memory_trace();
+  for (auto& e : b.events)
+    if (e.kind == EventKind::alloc && e.t0 == 300) e.value = 9700;  // B's peak is higher
+  ProfileDiff d = diff_profiles(a, b);
+  EXPECT_TRUE(d.a().has_memory);
+  EXPECT_EQ(d.a().peak_memory, 5700);
+  EXPECT_EQ(d.b().peak_memory, 9700);
+  std::string table = d.table();
+  std::string peak = line_of(table, "Peak device memory");
+  EXPECT_NE(peak.find("+3.91 KiB"), std::string::npos) << table;
+  EXPECT_NE(peak.find("+70.2%"), std::string::npos) << table;
+  auto j = nlohmann::json::parse(d.to_json());
+  EXPECT_EQ(j["a"]["peak_memory"], 5700);
+  EXPECT_EQ(j["delta"]["peak_memory"], 4000);
+
+  Trace none = memory_trace();
+  std::erase_if(none.events, [](const TraceEvent& e) { return e.kind == EventKind::alloc || e.kind == EventKind::free; });
+  ProfileDiff d2 = diff_profiles(none, b);
+  EXPECT_FALSE(d2.a().has_memory);
+  peak = line_of(d2.table(), "Peak device memory");
+  EXPECT_NE(peak.find(" - "), std::string::npos) << d2.table();
+  EXPECT_EQ(line_of(diff_profiles(none, none).table(), "Peak device memory"), "");
+}
+
 // `opscope profile rmsnorm` sorts by the memory keys and prints the peak under each
 // table; a bad key is named before anything runs.
 TEST(Memory, CliProfilePrintsThePeakAndChecksTheSortKeyFirst) {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "opscope/core/error.h"
+#include "opscope/profiler/memory.h"
 
 namespace opscope::prof {
 
@@ -71,6 +72,10 @@ ProfileTotals totals_of(const Trace& t, const KeyAverages& ka, const std::string
     if (e.kind == EventKind::range && e.parent == 0) ++s.steps;
   }
   s.span_ns = t.events.empty() ? 0 : t1 - t0;
+  for (const DeviceMemory& m : memory_summary(t)) {
+    s.has_memory = true;
+    s.peak_memory = std::max(s.peak_memory, m.peak_bytes);
+  }
   for (const KeyAverage& r : ka.rows())
     if (r.kind == EventKind::kernel) {
       s.launches += r.count;

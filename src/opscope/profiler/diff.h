@@ -72,6 +72,10 @@ struct ProfileTotals {
   // Top-level user ranges (a range per step or call, as `opscope profile` records):
   // the per-step figures divide by it; 0 when there are none.
   int64_t steps = 0;
+  // The most bytes the device allocator held at once (the largest over the devices,
+  // memory_summary's peak); has_memory is false when the trace has no alloc/free events.
+  bool has_memory = false;
+  int64_t peak_memory = 0;
 };
 
 // Bits of EventKind that a view shows (op, range, kernel).

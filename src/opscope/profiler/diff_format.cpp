@@ -129,7 +129,9 @@ json totals_json(const ProfileTotals& t) {
           {"span_ns", t.span_ns},   {"events", t.events},
           {"launches", t.launches}, {"bytes", t.bytes},
           {"flops", t.flops},       {"dropped", t.dropped},
-          {"steps", t.steps}};
+          {"steps", t.steps},
+          {"has_memory", t.has_memory},
+          {"peak_memory", t.peak_memory}};
 }
 }  // namespace
 
@@ -204,6 +206,11 @@ std::string ProfileDiff::table(const DiffView& view) const {
   cells.push_back({"Bytes moved", format_bytes(double(a_.bytes)), format_bytes(double(b_.bytes)),
                    signed_bytes(double(b_.bytes - a_.bytes)), change_pct(double(a_.bytes), double(b_.bytes))});
   if (a_.flops || b_.flops) count_line("FLOPs", a_.flops, b_.flops);
+  if (a_.has_memory || b_.has_memory)
+    cells.push_back({"Peak device memory", a_.has_memory ? format_bytes(double(a_.peak_memory)) : "-",
+                     b_.has_memory ? format_bytes(double(b_.peak_memory)) : "-",
+                     a_.has_memory && b_.has_memory ? signed_bytes(double(b_.peak_memory - a_.peak_memory)) : "-",
+                     a_.has_memory && b_.has_memory ? change_pct(double(a_.peak_memory), double(b_.peak_memory)) : "-"});
   count_line("Events", a_.events, b_.events);
   if (a_.dropped || b_.dropped) count_line("Dropped events", a_.dropped, b_.dropped);
   out += "\nTotals:\n" + render({"", "A", "B", "Δ", "Δ %"}, cells);
@@ -229,7 +236,8 @@ std::string ProfileDiff::to_json(const DiffView& view) const {
                 {"bytes", b_.bytes - a_.bytes},
                 {"flops", b_.flops - a_.flops},
                 {"dropped", b_.dropped - a_.dropped},
-                {"steps", b_.steps - a_.steps}};
+                {"steps", b_.steps - a_.steps},
+                {"peak_memory", b_.peak_memory - a_.peak_memory}};
   j["warnings"] = warnings_;
   j["group_by_input_shape"] = by_shape_;
   j["sort_by"] = view.sort_by;
