@@ -288,6 +288,10 @@ await check('compare view: ops added and removed, bytes, the total change', asyn
   assert(d < 0 ? change.startsWith('−') : d > 0 ? change.startsWith('+') : change === '0', `total change ${change} for ${d} ns`);
   const bytes = await page.textContent('[data-testid=bytes-change]');
   assert(/\d+(\.\d+)? (B|KiB|MiB)/.test(bytes) && cmp.b.bytes > 0, `bytes: ${bytes}`);
+  // Naive vs built-in: the fused kernel never allocates the intermediates, so B's peak is lower.
+  const mem = await page.textContent('[data-testid=memory-change]');
+  assert(cmp.a.has_memory && cmp.b.peak_memory < cmp.a.peak_memory && cmp.delta.peak_memory < 0 && mem.includes('−'),
+    `peak memory: ${mem} (${cmp.a.peak_memory} → ${cmp.b.peak_memory})`);
   assert(cmp.warnings.length === 0 && (await page.$('[data-testid=compare-warnings]')) === null,
     `warnings for two profiles of one run: ${JSON.stringify(cmp.warnings)}`);
   // The table has the status and bytes columns; filtering by "added" leaves the added rows.

@@ -47,6 +47,8 @@ export async function renderCompare(host: HTMLElement, a: number, b: number, pro
           <em>device ${formatChange(cmp.a.self_device_total_ns, cmp.b.self_device_total_ns)} · CPU <span class="${tone(d.self_cpu_total_ns)}">${formatDelta(d.self_cpu_total_ns)}</span> · span ${formatDelta(d.span_ns)}</em></div>
         <div class="metric" data-testid="bytes-change"><span>Bytes moved</span><strong>${formatBytes(cmp.b.bytes)}</strong>
           <em>A ${formatBytes(cmp.a.bytes)} · ${formatSignedBytes(d.bytes)} · launches ${cmp.a.launches} → ${cmp.b.launches}</em></div>
+        ${cmp.a.has_memory && cmp.b.has_memory ? `<div class="metric" data-testid="memory-change"><span>Peak device memory</span><strong>${formatBytes(cmp.b.peak_memory)}</strong>
+          <em>A ${formatBytes(cmp.a.peak_memory)} · <span class="${tone(d.peak_memory)}">${formatSignedBytes(d.peak_memory)}</span> · ${formatChange(cmp.a.peak_memory, cmp.b.peak_memory)}</em></div>` : ''}
         <div class="metric" data-testid="op-changes"><span>Rows added / removed</span><strong>+${added.length} / −${removed.length}</strong>
           <em>${cmp.counts.changed} changed · ${cmp.counts.same} same</em></div>
       </div>

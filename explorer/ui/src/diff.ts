@@ -13,8 +13,9 @@ export interface DiffRow extends CompareRow {
 export interface DiffTotals {
   self_cpu_total_ns: number; self_device_total_ns: number; span_ns: number; launches: number;
   bytes: number; flops: number; events: number; dropped: number; steps: number;
+  peak_memory: number;  // the device allocator's peak (0 and has_memory false: none recorded)
 }
-export type DiffSide = CompareSide & DiffTotals;
+export type DiffSide = CompareSide & DiffTotals & { has_memory: boolean };
 export interface Diff {
   a: DiffSide; b: DiffSide; delta: DiffTotals; counts: Record<DiffStatus, number>;
   warnings: string[]; rows: DiffRow[]; device_ratio: number;

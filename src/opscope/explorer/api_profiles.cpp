@@ -111,12 +111,13 @@ json compare_view(size_t a_id, const Profile& a, size_t b_id, const Profile& b) 
                 {"t0", p.timeline().begin()}, {"t1", p.timeline().end()},
                 {"span_ns", p.timeline().end() - p.timeline().begin()},
                 {"launches", t.launches}, {"bytes", t.bytes}, {"flops", t.flops},
-                {"events", t.events}, {"dropped", t.dropped}, {"steps", t.steps}};
+                {"events", t.events}, {"dropped", t.dropped}, {"steps", t.steps},
+                {"has_memory", t.has_memory}, {"peak_memory", t.peak_memory}};
   };
   json sa = side(a_id, a, diff.a()), sb = side(b_id, b, diff.b());
   json delta = json::object();
   for (const char* k : {"self_cpu_total_ns", "self_device_total_ns", "span_ns", "launches", "bytes", "flops",
-                        "events", "dropped", "steps"})
+                        "events", "dropped", "steps", "peak_memory"})
     delta[k] = sb[k].get<int64_t>() - sa[k].get<int64_t>();
   std::map<std::string, int64_t> counts = {{"same", 0}, {"changed", 0}, {"added", 0}, {"removed", 0}};
   for (const prof::DiffRow& r : diff.rows()) ++counts[prof::status_name(r.status)];
