@@ -192,3 +192,23 @@ TEST(ExplorerMemory, WindowFunctionWithATinyBudget) {
   EXPECT_FALSE(w.downsampled);
   EXPECT_EQ(w.bytes, (std::vector<int64_t>{10, 20, 90, 30, 40, 15, 12, 12}));
 }
+
+// The summary view names each device's peak and the op it happened in; none without
+// allocator events.
+TEST(ExplorerMemory, SummaryHasEachDevicesPeak) {
+  ApiResponse r = api_of(small_trace()).get("/api/profiles/0/summary", {});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  const json& m = r.body["memory"];
+  ASSERT_EQ(m.size(), 2u) << m.dump();
+  EXPECT_EQ(m[0]["name"], "cpu:0");
+  EXPECT_EQ(m[0]["peak_bytes"], 6700);
+  EXPECT_EQ(m[0]["peak_t"], 300);
+  EXPECT_EQ(m[0]["peak_op"], "step > A");
+  EXPECT_EQ(m[0]["allocs"], 3);  // @50, @160, @300 (the @650 one is device 1)
+  EXPECT_EQ(m[1]["peak_bytes"], 64);
+  Trace t = small_trace();
+  std::erase_if(t.events, [](const TraceEvent& e) { return e.kind == EventKind::alloc || e.kind == EventKind::free; });
+  ApiResponse none = api_of(std::move(t)).get("/api/profiles/0/summary", {});
+  ASSERT_EQ(none.status, 200);
+  EXPECT_TRUE(none.body["memory"].empty());
+}

@@ -223,6 +223,9 @@ await check('summary shows recommendations with evidence', async () => {
   await page.waitForSelector('[data-testid=recommendations] li');
   const text = await page.textContent('[data-testid=recommendations]');
   assert(/Fuse or compile/.test(text), `recommendations: ${text.slice(0, 300)}`);
+  // The naive version's allocator peak, in one of its six ops.
+  const peak = await page.textContent('[data-testid=memory-peak]');
+  assert(/peak memory · cpu:0\s*[\d.]+ (KiB|MiB)\s*in rmsnorm naive > \w+/.test(peak), `memory peak: ${peak}`);
   await shot('06-summary');
 });
 

@@ -45,6 +45,7 @@ export interface Summary {
   top_ops: { name: string; kind: string; calls: number; self_cpu_ns: number; self_device_ns: number; device_total_ns: number }[];
   recommendations: Recommendation[]; dropped: number;
   roofline: RooflineData;
+  memory: { device: number; name: string; peak_bytes: number; peak_t: number; peak_op: string; allocs: number }[];
 }
 
 export interface OpRow {

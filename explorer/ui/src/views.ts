@@ -53,6 +53,7 @@ export function renderSummary(host: HTMLElement, id: number, s: Summary, go: (ha
         <div class="metric"><span>host time in ops</span><strong>${formatDuration(s.host_ns)}</strong><em>${formatPct(hostShare)} of span</em></div>
         <div class="metric"><span>device busy</span><strong>${formatDuration(s.device_ns)}</strong><em>${formatPct(devShare)} of span</em></div>
         <div class="metric"><span>peak bandwidth</span><strong>${formatGBps(s.peak_gbps)}</strong><em>${h(s.peak_source)}</em></div>
+        ${s.memory.map((m) => `<div class="metric" data-testid="memory-peak"><span>peak memory · ${h(m.name)}</span><strong>${formatBytes(m.peak_bytes)}</strong><em>${m.peak_op ? 'in ' + h(m.peak_op) + ' · ' : ''}at ${formatDuration(m.peak_t)}</em></div>`).join('')}
         <div class="metric ${s.dropped ? 'warn' : ''}"><span>dropped events</span><strong>${formatCount(s.dropped)}</strong></div>
       </div>
       <h2>Recommendations</h2>

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "opscope/explorer/recommend.h"
+#include "opscope/profiler/memory.h"
 
 namespace opscope::explorer {
 
@@ -157,6 +158,12 @@ json summarize(const Profile& p) {
   s["roofline"] = roofline_points(p);
   s["recommendations"] = recommend(p, peak);
   s["dropped"] = trace.dropped;
+  // Each device's allocator peak and the op it happened in (empty: no allocator events).
+  json memory = json::array();
+  for (const prof::DeviceMemory& m : prof::memory_summary(trace))
+    memory.push_back({{"device", m.device}, {"name", m.name}, {"peak_bytes", m.peak_bytes},
+                      {"peak_t", m.peak_time_ns}, {"peak_op", m.peak_op_path}, {"allocs", m.allocs}});
+  s["memory"] = std::move(memory);
   return s;
 }
 
