@@ -7,24 +7,14 @@
 
 #include "opscope/core/error.h"
 #include "opscope/profiler/key_averages.h"
+#include "trace_util.h"
 
 using namespace opscope;
 using namespace opscope::prof;
+using opscope::test::row;
+using opscope::test::scope;
 
 namespace {
-
-TraceEvent fw(EventKind kind, const std::string& name, uint64_t id, uint64_t parent, int64_t t0, int64_t t1,
-              const std::string& shapes = "") {
-  TraceEvent e;
-  e.kind = kind;
-  e.name = name;
-  e.id = id;
-  e.parent = parent;
-  e.t0 = t0;
-  e.t1 = t1;
-  e.shapes = shapes;
-  return e;
-}
 
 TraceEvent kernel(const std::string& name, uint64_t launch, uint64_t op, int64_t t0, int64_t t1, int32_t track) {
   TraceEvent e;
@@ -53,13 +43,13 @@ Trace nested_trace(bool correlate = true) {
   t.tracks[1].name = "cpu:0 core 0";
   t.tracks[2].name = "cpu:0 core 1";
   t.events = {
-      fw(EventKind::range, "step", 1, 0, 0, 1000),
-      fw(EventKind::op, "A", 2, 1, 100, 400, "[(4, 8) f32]"),
-      fw(EventKind::op, "B", 3, 2, 150, 250),
-      fw(EventKind::op, "A", 4, 1, 500, 700, "[(2, 2) f32]"),
+      scope(EventKind::range, "step", 1, 0, 0, 1000),
+      scope(EventKind::op, "A", 2, 1, 100, 400, "[(4, 8) f32]"),
+      scope(EventKind::op, "B", 3, 2, 150, 250),
+      scope(EventKind::op, "A", 4, 1, 500, 700, "[(2, 2) f32]"),
       kernel("kA", 10, 2, 1000, 1500, 1),
       kernel("kA", 10, 2, 1100, 1600, 2),
-      fw(EventKind::op, "C", 5, 0, 1200, 1300),
+      scope(EventKind::op, "C", 5, 0, 1200, 1300),
       kernel("kB", 11, 3, 1600, 1700, 1),
       kernel("kA", 12, 4, 1800, 2000, 1),
       kernel("kX", 13, 0, 2100, 2150, 1),
@@ -67,14 +57,6 @@ Trace nested_trace(bool correlate = true) {
   };
   t.dropped_per_track = {0, 0, 0};
   return t;
-}
-
-const KeyAverage& row(const KeyAverages& ka, const std::string& name) {
-  for (const auto& r : ka.rows())
-    if (r.name == name) return r;
-  static KeyAverage none;
-  ADD_FAILURE() << "no row " << name;
-  return none;
 }
 
 struct Expect {
@@ -158,7 +140,7 @@ TEST(KeyAverages, SelfPercentColumnsSumTo100) {
 TEST(KeyAverages, ParallelSlicesCountOnceAndUntracedOpsAreTolerated) {
   Trace t;
   t.tracks.resize(3);
-  t.events = {fw(EventKind::op, "op", 7, 0, 0, 10), kernel("k", 1, 7, 100, 200, 1), kernel("k", 1, 7, 100, 200, 2),
+  t.events = {scope(EventKind::op, "op", 7, 0, 0, 10), kernel("k", 1, 7, 100, 200, 1), kernel("k", 1, 7, 100, 200, 2),
               kernel("k", 1, 7, 150, 250, 1)};
   KeyAverages ka = key_averages(t);
   EXPECT_EQ(row(ka, "op").self_device_ns, 150);  // span [100, 250], not the slices' sum 300
@@ -240,7 +222,7 @@ TEST(KeyAverages, GroupByInputShape) {
 
 TEST(KeyAverages, GroupByStack) {
   Trace t;
-  t.events = {fw(EventKind::op, "A", 1, 0, 0, 10), fw(EventKind::op, "A", 2, 0, 20, 30)};
+  t.events = {scope(EventKind::op, "A", 1, 0, 0, 10), scope(EventKind::op, "A", 2, 0, 20, 30)};
   t.events[0].source = "main.cpp:10 (f)";
   t.events[1].source = "main.cpp:20 (g)";
   EXPECT_EQ(key_averages(t).rows().size(), 1u);
@@ -252,7 +234,7 @@ TEST(KeyAverages, GroupByStack) {
 
 TEST(KeyAverages, CsvQuotesNames) {
   Trace t;
-  t.events = {fw(EventKind::range, "a,\"b\"\nc", 1, 0, 0, 10)};
+  t.events = {scope(EventKind::range, "a,\"b\"\nc", 1, 0, 0, 10)};
   std::string csv = key_averages(t).to_csv();
   auto ls = lines(csv);
   EXPECT_EQ(ls[0].rfind("name,kind,input_shapes,source,count,self_cpu_ns,", 0), 0u);

@@ -24,6 +24,7 @@
 using namespace opscope;
 using namespace opscope::prof;
 using opscope::test::mem;
+using opscope::test::row;
 using opscope::test::scope;
 
 namespace {
@@ -57,14 +58,6 @@ Trace memory_trace() {
   };
   t.dropped_per_track = {0};
   return t;
-}
-
-const KeyAverage& row(const KeyAverages& ka, const std::string& name) {
-  for (const auto& r : ka.rows())
-    if (r.name == name) return r;
-  static KeyAverage none;
-  ADD_FAILURE() << "no row " << name;
-  return none;
 }
 
 std::vector<std::string> names(const KeyAverages& ka, const std::string& key) {

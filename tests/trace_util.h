@@ -1,15 +1,19 @@
 // Hand-built trace events for tests that check what is computed from a Trace.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 
+#include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/trace.h"
 
 namespace opscope::test {
 
-// An op or range `id` nested in `parent` (0: top level), over [t0, t1].
+// An op or range `id` nested in `parent` (0: top level), over [t0, t1], with its
+// recorded input shapes (record_shapes).
 inline prof::TraceEvent scope(prof::EventKind kind, const std::string& name, uint64_t id, uint64_t parent,
-                              int64_t t0, int64_t t1) {
+                              int64_t t0, int64_t t1, const std::string& shapes = "") {
   prof::TraceEvent e;
   e.kind = kind;
   e.name = name;
@@ -17,6 +21,7 @@ inline prof::TraceEvent scope(prof::EventKind kind, const std::string& name, uin
   e.parent = parent;
   e.t0 = t0;
   e.t1 = t1;
+  e.shapes = shapes;
   return e;
 }
 
@@ -33,6 +38,15 @@ inline prof::TraceEvent mem(prof::EventKind kind, int64_t t, uint64_t parent, in
   e.value = after;
   e.device = device;
   return e;
+}
+
+// key_averages' row named `name` (a test failure, and an empty row, when there is none).
+inline const prof::KeyAverage& row(const prof::KeyAverages& ka, const std::string& name) {
+  for (const auto& r : ka.rows())
+    if (r.name == name) return r;
+  static prof::KeyAverage none;
+  ADD_FAILURE() << "no row " << name;
+  return none;
 }
 
 }  // namespace opscope::test

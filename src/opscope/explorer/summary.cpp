@@ -5,7 +5,6 @@
 #include <unordered_map>
 
 #include "opscope/explorer/recommend.h"
-#include "opscope/profiler/memory.h"
 
 namespace opscope::explorer {
 
@@ -160,9 +159,11 @@ json summarize(const Profile& p) {
   s["dropped"] = trace.dropped;
   // Each device's allocator peak and the op it happened in (empty: no allocator events).
   json memory = json::array();
-  for (const prof::DeviceMemory& m : prof::memory_summary(trace))
+  for (const MemoryTrack& track : p.memory()) {  // the memory view's, computed once per profile
+    const prof::DeviceMemory& m = track.summary;
     memory.push_back({{"device", m.device}, {"name", m.name}, {"peak_bytes", m.peak_bytes},
                       {"peak_t", m.peak_time_ns}, {"peak_op", m.peak_op_path}, {"allocs", m.allocs}});
+  }
   s["memory"] = std::move(memory);
   return s;
 }
