@@ -3,5 +3,6 @@
 # (naive six-op version vs the built-in fused kernel; profiles saved to opscope-profile/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# Only the CLI and its library: the tests and benchmarks build in scripts/test.sh.
+OPSCOPE_BUILD_TARGETS=opscope_cli scripts/setup.sh
 exec build/tools/opscope profile rmsnorm --impl all --shape 4096x4096 --dtype f32 --device cpu --out opscope-profile "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what opscope needs from Debian's packages (only what is missing), then
-# configures and builds into build/ (or $OPSCOPE_BUILD_DIR) with any extra cmake flags given.
+# configures and builds into build/ (or $OPSCOPE_BUILD_DIR) with any extra cmake flags given:
+# every target, or only those in $OPSCOPE_BUILD_TARGETS (space-separated, e.g. opscope_cli).
 # OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,4 +26,6 @@ fi
 
 build=${OPSCOPE_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+targets=()
+for t in ${OPSCOPE_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$(nproc)" "${targets[@]}"

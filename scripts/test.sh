@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Every test: set up, build, run the C++ suite, the explorer's UI unit tests and its
-# browser tests (headless Chromium), then the C++ suite again under AddressSanitizer +
+# Every test: set up, build every target with warnings as errors (OPSCOPE_WERROR: a new
+# warning fails CI), run the C++ suite, the explorer's UI unit tests and its browser
+# tests (headless Chromium), then the C++ suite again under AddressSanitizer +
 # UndefinedBehaviorSanitizer (scripts/test-sanitizers.sh, its own build in build-asan/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OPSCOPE_TEST_DEPS=1 scripts/setup.sh
+OPSCOPE_TEST_DEPS=1 scripts/setup.sh -DOPSCOPE_WERROR=ON
 echo "== explorer UI: unit tests"
 (cd explorer/ui && npm ci --no-audit --no-fund --loglevel=error && npm test)
 echo "== explorer UI: browser tests"

@@ -109,7 +109,9 @@ TEST(CompilerProfile, SavedProfileCarriesTheCompiledKernelsArtifact) {
   EXPECT_EQ(find_event(t, prof::EventKind::launch, kernel)->parent, call->id);
   ASSERT_GE(count_events(t, prof::EventKind::kernel, kernel), 1);
   for (const auto& e : t.events)
-    if (e.kind == prof::EventKind::kernel && e.name == kernel) EXPECT_EQ(e.parent, call->id);
+    if (e.kind == prof::EventKind::kernel && e.name == kernel) {
+      EXPECT_EQ(e.parent, call->id);
+    }
 }
 
 TEST(CompilerProfile, LongSourcesAreCutWithANoteAndMissingManifestsSaySo) {

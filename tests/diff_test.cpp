@@ -28,7 +28,7 @@ struct Call {
   int64_t cpu_ns = 100;
   int64_t dev_ns = 100;
   int64_t bytes = 0;
-  std::string shapes;
+  std::string shapes{};  // {}: the tests' brace lists may leave it out
 };
 
 // A range "step" per entry of `steps`, holding its calls one after another on the main
@@ -368,7 +368,9 @@ TEST(Diff, TableHasBothSidesSectionsAndTotals) {
   while (std::getline(again, line)) {
     if (line.rfind("----", 0) == 0 && !in_table) in_table = true, rule = columns(line);
     else if (in_table && line.empty()) break;
-    else if (in_table && line.find("Δ Self Device") != std::string::npos) EXPECT_EQ(columns(line), rule) << line;
+    else if (in_table && line.find("Δ Self Device") != std::string::npos) {
+      EXPECT_EQ(columns(line), rule) << line;
+    }
   }
   EXPECT_GT(rule, 0u);
   // Row limit: one row per section, the rest counted.

@@ -305,7 +305,9 @@ TEST(KeyAverages, BytesFlopsRatesAndRoofline) {
   auto j = nlohmann::json::parse(kb.to_json());
   EXPECT_DOUBLE_EQ(j["roofline"]["peak_gbps"].get<double>(), 4.0);
   for (auto& r : j["rows"])
-    if (r["name"] == "B") EXPECT_DOUBLE_EQ(r["roofline_pct"].get<double>(), 50.0);
+    if (r["name"] == "B") {
+      EXPECT_DOUBLE_EQ(r["roofline_pct"].get<double>(), 50.0);
+    }
   EXPECT_NE(kb.to_csv().find(",bytes,flops,gbps,gflops\n"), std::string::npos);
 
   // A bare peak_gbps (older profiles) gives the memory roof only; junk gives none.

@@ -1,5 +1,6 @@
 // matmul against a naive triple loop in double: 2-d, batched with broadcast batch dims,
 // 1-d operands, transposed and strided inputs, 16-bit dtypes, bad input.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,8 +69,7 @@ TEST(Matmul, TwoDimOddSizes) {
     Tensor y = matmul(a, b);
     ASSERT_EQ(y.shape(), (Shape{c.M, c.N}));
     expect_close(y.to_float_vector(), naive2d(a, b), 1e-4, 1e-4 * std::sqrt(double(c.K)),
-                 "(" + std::to_string(c.M) + ", " + std::to_string(c.K) + ") @ (" + std::to_string(c.K) + ", " +
-                     std::to_string(c.N) + ")");
+                 fmt::format("({}, {}) @ ({}, {})", c.M, c.K, c.K, c.N));
   }
 }
 

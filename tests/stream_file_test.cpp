@@ -55,7 +55,9 @@ class StreamFileTest : public ::testing::Test {
     std::string expected;
     {
       StreamFile f(path, "test", allow_direct);
-      if (!allow_direct) EXPECT_FALSE(f.direct());
+      if (!allow_direct) {
+        EXPECT_FALSE(f.direct());
+      }
       std::mt19937 rng(7);
       uint32_t seed = 0;
       for (int i = 0; i < 60; ++i) {

@@ -312,7 +312,10 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
         ctx.resize(k);
       }
       std::string context;
-      for (auto s : ctx) context += (context.empty() ? "" : "/") + generalize(s);
+      for (auto s : ctx) {
+        if (!context.empty()) context += '/';
+        context += generalize(s);
+      }
       std::string pattern;
       for (auto& s : names) pattern += (pattern.empty() ? "" : " → ") + s;
 

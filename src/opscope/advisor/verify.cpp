@@ -261,7 +261,10 @@ std::string Verification::table() const {
                      "predicted ms", "realized ms", "error", "±25%", "region ms", "suggestions");
   for (const RegionCheck& c : checks) {
     std::string ranks;
-    for (int r : c.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    for (int r : c.ranks) {
+      if (!ranks.empty()) ranks += ',';
+      ranks += std::to_string(r);
+    }
     out += fmt::format("{:<10} {:>9} {:>11.3f} {:>13.3f} {:>12.3f} {:>+7.1f}% {:>6} {:>11.3f}  {}\n", c.region, ranks,
                        c.profile_predicted_ns / 1e6, c.predicted_saved_ns / 1e6, c.realized_saved_ns / 1e6,
                        100 * c.error(), c.within(0.25) ? "yes" : "NO", c.region_saved_ns / 1e6, c.patterns.front());

@@ -47,8 +47,7 @@ std::string which(const std::string& name) {
   while (start <= path.size()) {
     size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
+    std::string dir = end > start ? path.substr(start, end - start) : std::string(".");
     std::string cand = dir + "/" + name;
     struct stat st;
     if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(cand.c_str(), X_OK) == 0) return cand;

@@ -129,7 +129,7 @@ bool read_file(const std::string& path, std::string& out) {
 
 void write_atomic(const std::string& path, std::string_view content) {
   fs::path p(path);
-  std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + unique_suffix())).string();
+  std::string tmp = (p.parent_path() / fmt::format(".{}.tmp-{}", p.filename().string(), unique_suffix())).string();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail("compile", "cannot write {} ({})", tmp, std::strerror(errno));

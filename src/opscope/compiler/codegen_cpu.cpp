@@ -303,7 +303,7 @@ class Emitter {
   std::string expr(const Node& n, bool row_scope) const {
     auto a = [&](int i) { return name(n.inputs[size_t(i)], row_scope); };
     switch (n.kind) {
-      case OpKind::neg: return "-" + a(0);
+      case OpKind::neg: return fmt::format("-{}", a(0));
       case OpKind::abs: return fmt::format("__builtin_fabsf({})", a(0));
       case OpKind::exp: return fmt::format("ofs_exp({})", a(0));
       case OpKind::log: return fmt::format("__builtin_logf({})", a(0));
@@ -365,7 +365,7 @@ class Emitter {
         std::string at = k_.flat ? J : "base + " + J;
         std::string dst =
             line && v == stream_ ? fmt::format("{}[{}]", line, lane) : fmt::format("a{}[{}]", out_[v], at);
-        s += fmt::format("{}{} = {};\n", ind, dst, store(b_.values[v].dtype, "v" + std::to_string(v)));
+        s += fmt::format("{}{} = {};\n", ind, dst, store(b_.values[v].dtype, fmt::format("v{}", v)));
       }
     }
     for (const Node* r : reductions_) {
@@ -386,7 +386,7 @@ class Emitter {
       int v = n.outputs[0];
       if (role_[v] != Role::row || level_[v] != level || op_class(n.kind) == OpClass::reduction) continue;
       s += fmt::format("      const float v{} = {};\n", v, expr(n, true));
-      if (out_[v] >= 0) s += fmt::format("      a{}[r] = {};\n", out_[v], store(b_.values[v].dtype, "v" + std::to_string(v)));
+      if (out_[v] >= 0) s += fmt::format("      a{}[r] = {};\n", out_[v], store(b_.values[v].dtype, fmt::format("v{}", v)));
     }
     return s;
   }
@@ -452,7 +452,7 @@ class Emitter {
       else s += fmt::format("      for (int l = 0; l < 32; ++l) t{0} += acc{0}[l];\n", v);
       if (r->kind == OpKind::mean) s += fmt::format("      const float v{0} = t{0} / {1};\n", v, float_literal(double(C_)));
       else s += fmt::format("      const float v{0} = t{0};\n", v);
-      if (out_[v] >= 0) s += fmt::format("      a{}[r] = {};\n", out_[v], store(b_.values[v].dtype, "v" + std::to_string(v)));
+      if (out_[v] >= 0) s += fmt::format("      a{}[r] = {};\n", out_[v], store(b_.values[v].dtype, fmt::format("v{}", v)));
     }
     return s;
   }

@@ -320,7 +320,8 @@ class Fuser {
     for (auto& s : names) name += "_" + s;
     if (name.size() > 72) name = name.substr(0, 64) + fmt::format("_n{}", names.size());
     int last = b.outputs.empty() ? b.nodes.back().outputs[0] : b.outputs[0];
-    name += "_" + std::string(dtype_name(b.values[last].dtype));
+    name += '_';
+    name += dtype_name(b.values[last].dtype);
     k->name = name;
     k->symbol = name;  // codegen adds the hash of the source
     b.name = name;

@@ -218,7 +218,9 @@ std::string Graph::node_str(const Node& n, int indent) const {
       if (!bn.dead && bn.kind != OpKind::input) s += b.node_str(bn, indent + 4) + "\n";
     s += std::string(size_t(indent + 4), ' ') + "return ";
     for (size_t i = 0; i < b.outputs.size(); ++i) s += (i ? ", " : "") + fmt::format("%{}", b.outputs[i]);
-    s += "\n" + std::string(size_t(indent), ' ') + "}";
+    s += '\n';
+    s.append(size_t(indent), ' ');
+    s += '}';
   }
   return s;
 }

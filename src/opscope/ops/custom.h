@@ -39,16 +39,18 @@ struct OutputSpec {
 struct CustomOpDef {
   std::string name;
   // Output shape and dtype from the inputs; throw (any exception) to reject the call.
-  std::function<OutputSpec(std::span<const Tensor> inputs)> infer;
+  // The {} initializers let callers name only the fields they set (designated
+  // initializers) without -Wmissing-field-initializers.
+  std::function<OutputSpec(std::span<const Tensor> inputs)> infer{};
   // Runs on the device's cores over work units [begin, end): by default the output's
   // rows (numel / last dim). Inputs arrive contiguous.
   std::function<void(std::span<const KernelTensor> inputs, const KernelTensor& out, int64_t begin, int64_t end)>
-      cpu;
+      cpu{};
   // Optional: number of work units (default: output rows) and the fewest per core.
-  std::function<int64_t(std::span<const KernelTensor> inputs, const KernelTensor& out)> work;
+  std::function<int64_t(std::span<const KernelTensor> inputs, const KernelTensor& out)> work{};
   int64_t grain = 1;
   // Optional: bytes moved and flops, for the profiler (default: bytes of inputs + output).
-  std::function<int64_t(std::span<const KernelTensor> inputs, const KernelTensor& out)> flops;
+  std::function<int64_t(std::span<const KernelTensor> inputs, const KernelTensor& out)> flops{};
 };
 
 class CustomOp {

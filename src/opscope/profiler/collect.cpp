@@ -241,6 +241,7 @@ Trace collect(const Window& w, const ProfilerConfig& config) {
         e.value = r.value;
         break;
       case EventKind::sync: break;
+      case EventKind::api: break;  // CUPTI's runtime calls come from cupti_convert, never from these buffers
     }
     if (k == EventKind::launch || k == EventKind::sync) e.stream = r.lane;
     const Drained& d = rings[size_t(ring_of[i])];

@@ -322,7 +322,7 @@ void write_db(const Trace& t, const std::string& file, const std::string& shown)
     static const sqlite3_module module = events_module();  // SQLite keeps the pointer
     int r = sqlite3_create_module_v2(db, "opscope_trace_events", &module, nullptr, nullptr);
     if (r != SQLITE_OK) db_fail(shown, db, r, "preparing the events insert");
-    EventsSource source{&t};
+    EventsSource source{&t, std::nullopt};
     Stmt s(db,
            "INSERT INTO events SELECT event, kind, t0, t1, id, parent, bytes, flops, value, name, track, "
            "device, stream, shapes, source FROM opscope_trace_events(?1)");
