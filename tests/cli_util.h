@@ -32,10 +32,8 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
-inline CliResult run_opscope(const std::vector<std::string>& args) {
-  std::string cmd = shell_quote(opscope_binary());
-  for (const std::string& a : args) cmd += ' ' + shell_quote(a);
-  cmd += " 2>&1";
+// Runs a shell command line (quote its words with shell_quote); captures its stdout.
+inline CliResult run_shell(const std::string& cmd) {
   CliResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -45,6 +43,12 @@ inline CliResult run_opscope(const std::vector<std::string>& args) {
   int st = ::pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);  // a crash shows as >= 128
   return r;
+}
+
+inline CliResult run_opscope(const std::vector<std::string>& args) {
+  std::string cmd = shell_quote(opscope_binary());
+  for (const std::string& a : args) cmd += ' ' + shell_quote(a);
+  return run_shell(cmd + " 2>&1");
 }
 
 }  // namespace opscope::testutil

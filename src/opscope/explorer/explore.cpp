@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "opscope/explorer/server.h"
 
@@ -12,19 +13,34 @@ namespace opscope::explorer {
 int explore_main(const std::vector<std::string>& dirs, const ExploreOptions& options) {
   std::ostream& log = options.log ? *options.log : std::cout;
   std::vector<ProfilePtr> profiles;
+  std::vector<std::string> failed;
   for (const auto& dir : dirs) {
     auto start = std::chrono::steady_clock::now();
     ProfilePtr p = open_profile(dir);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (p->ok())
+    if (p->ok()) {
       log << fmt::format("  {}: {} events, opened in {:.2f} s\n", dir, p->trace().events.size(), s);
-    else
+    } else {
       log << fmt::format("  {}: cannot load: {}\n", dir, p->error());
+      failed.push_back(dir);
+    }
     profiles.push_back(std::move(p));
   }
+  // An explorer with nothing to show would look like a working one with empty profiles.
+  if (failed.size() == profiles.size()) {
+    log << fmt::format("opscope explore: no profile could be loaded ({} folder{} above)", failed.size(),
+                       failed.size() == 1 ? "" : "s")
+        << std::endl;
+    return 1;
+  }
+  if (!failed.empty())
+    log << fmt::format("opscope explore: {} of {} profiles loaded; not loaded: {}\n", dirs.size() - failed.size(),
+                       dirs.size(), fmt::join(failed, ", "));
   try {
     ExplorerServer server(std::move(profiles), options);
-    server.bind();
+    int port = server.bind();
+    if (port != options.port && options.port != 0)
+      log << fmt::format("opscope explore: port {} is in use, serving on {}\n", options.port, port);
     if (options.host != "127.0.0.1" && options.host != "localhost" && options.host != "::1")
       log << "opscope explore: listening on " << options.host
           << ": anyone who can reach this address can read these profiles\n";

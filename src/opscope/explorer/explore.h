@@ -10,6 +10,7 @@ namespace opscope::explorer {
 struct ExploreOptions {
   std::string host = "127.0.0.1";  // loopback only unless the user opts in (--host)
   int port = 8642;                 // 0: any free port
+  bool next_free_port = false;     // port taken: try the next ones (the CLI's default port)
   double requests_per_second = 100;  // per client; <= 0 disables the limit
   double burst = 400;
   size_t max_body_bytes = 1024;    // the API is GET only
@@ -17,8 +18,9 @@ struct ExploreOptions {
   std::ostream* log = nullptr;     // where the URL and load errors go (nullptr: stdout)
 };
 
-// Loads each folder (a failed one is served with its error), prints the URL and serves
-// until the process is stopped. Returns non-zero when the address cannot be bound.
+// Loads each folder (a failed one is listed with its error and served as such), prints the
+// URL and serves until the process is stopped. Returns 1, having said why, when no folder
+// loads or the address cannot be bound.
 int explore_main(const std::vector<std::string>& dirs, const ExploreOptions& options);
 
 }  // namespace opscope::explorer

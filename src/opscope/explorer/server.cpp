@@ -2,14 +2,20 @@
 
 #include "opscope/explorer/httplib.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
 
+#include "opscope/core/error.h"
 #include "opscope/explorer/api.h"
 #include "opscope/explorer/assets.h"
 #include "opscope/explorer/rate_limit.h"
@@ -19,6 +25,8 @@ namespace opscope::explorer {
 using nlohmann::json;
 
 namespace {
+
+constexpr int kPortTries = 32;  // ports tried after the default one is taken
 
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -100,6 +108,37 @@ void send_json(const httplib::Request& req, httplib::Response& res, int status, 
   send_body(req, res, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
+// httplib 0.11 sets SO_REUSEPORT on its listening socket, which lets a second server bind
+// a port another one listens on (the kernel then splits connections between them). Only
+// SO_REUSEADDR: a restart reuses a port in TIME_WAIT, a live listener refuses the bind.
+void listen_socket_options(socket_t sock) {
+  int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+// Why host:port cannot be bound, by binding it here the same way (httplib drops errno).
+std::string bind_failure(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
+    return fmt::format("cannot resolve {}", host);
+  int err = 0;
+  int sock = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  if (sock < 0) {
+    err = errno;
+  } else {
+    listen_socket_options(sock);
+    if (::bind(sock, found->ai_addr, found->ai_addrlen) != 0 || ::listen(sock, 1) != 0) err = errno;
+    ::close(sock);
+  }
+  freeaddrinfo(found);
+  if (err == EADDRINUSE) return fmt::format("port {} is in use", port);
+  return fmt::format("cannot listen on {}:{}: {}", host, port, err ? std::strerror(err) : "not available");
+}
+
 }  // namespace
 
 struct ExplorerServer::Impl {
@@ -162,6 +201,7 @@ struct ExplorerServer::Impl {
 ExplorerServer::ExplorerServer(std::vector<ProfilePtr> profiles, ExploreOptions options)
     : impl_(std::make_unique<Impl>(std::move(profiles), std::move(options))) {
   auto& s = impl_->http;
+  s.set_socket_options(listen_socket_options);
   s.set_payload_max_length(impl_->options.max_body_bytes);
   s.set_read_timeout(5, 0);
   s.set_write_timeout(10, 0);
@@ -176,13 +216,18 @@ ExplorerServer::~ExplorerServer() { stop(); }
 
 int ExplorerServer::bind() {
   const auto& o = impl_->options;
-  int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host)
-                         : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (port < 0)
-    throw std::runtime_error("[explore] cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                             " (address in use or not available)");
-  impl_->port = port;
-  return port;
+  if (o.port == 0) {
+    int port = impl_->http.bind_to_any_port(o.host);
+    if (port < 0) fail("explore", "{}", bind_failure(o.host, 0));
+    return impl_->port = port;
+  }
+  // A port the user did not ask for may move on to the next free one; an asked-for one may not.
+  int tries = o.next_free_port ? kPortTries : 1;
+  for (int port = o.port; port < o.port + tries && port <= 65535; ++port)
+    if (impl_->http.bind_to_port(o.host, port)) return impl_->port = port;
+  if (tries == 1) fail("explore", "{}", bind_failure(o.host, o.port));
+  fail("explore", "no free port in {}..{} on {} ({})", o.port, std::min(o.port + tries - 1, 65535), o.host,
+       bind_failure(o.host, o.port));
 }
 
 void ExplorerServer::run() { impl_->http.listen_after_bind(); }

@@ -19,7 +19,8 @@ class ExplorerServer {
   ExplorerServer(const ExplorerServer&) = delete;
   ExplorerServer& operator=(const ExplorerServer&) = delete;
 
-  // Binds options.host:options.port (port 0: a free one). Returns the port; throws on failure.
+  // Binds options.host:options.port (port 0: any free one; with next_free_port, the first
+  // free one from port on). Returns the port; throws "[explore] port N is in use" or why not.
   int bind();
   void run();   // serves until stop(); call after bind()
   void stop();  // from any thread
