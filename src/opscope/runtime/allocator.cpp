@@ -7,6 +7,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/profiler/hooks.h"
+#include "opscope/profiler/memory.h"
 #include "opscope/runtime/op_scope.h"
 
 namespace opscope {
@@ -47,31 +48,54 @@ Block CachingAllocator::allocate(size_t nbytes) {
     }
   }
   if (!p) {
-    p = os_alloc(size);
+    p = reserve_and_alloc(size);
     if (!p) {
       // Give the cache back and try once more before failing.
       empty_cache();
-      p = os_alloc(size);
+      p = reserve_and_alloc(size);
     }
-    if (!p) {
-      AllocatorStats st = stats();
-      const char* op = OpScope::current();
-      if (backend_)
-        fail(op[0] ? op : "allocator",
-             "{}: out of memory allocating {} bytes (allocated {}, reserved {}); the cache was emptied and the "
-             "allocation retried: free tensors or use smaller shapes",
-             backend_->device_name, size, st.allocated, st.reserved);
-      fail("allocator", "out of memory on cpu:{} allocating {} bytes", device_index_, size);
-    }
+    if (!p) fail_out_of_memory(size);
     std::lock_guard<SpinLock> g(m_);
     stats_.num_os_allocs++;
-    stats_.reserved += int64_t(size);
     stats_.allocated += int64_t(size);
     stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
     now = stats_.allocated;
   }
   if (prof::layers() & prof::kRuntime) prof::on_alloc(device_index_, p, int64_t(size), now);
   return Block{p, size};
+}
+
+void* CachingAllocator::reserve_and_alloc(size_t size) {
+  {
+    // Counted before the OS call, so two threads cannot both pass the capacity check.
+    std::lock_guard<SpinLock> g(m_);
+    if (stats_.capacity > 0 && stats_.reserved + int64_t(size) > stats_.capacity) return nullptr;
+    stats_.reserved += int64_t(size);
+  }
+  void* p = os_alloc(size);
+  if (!p) {
+    std::lock_guard<SpinLock> g(m_);
+    stats_.reserved -= int64_t(size);
+  }
+  return p;
+}
+
+void CachingAllocator::fail_out_of_memory(size_t size) const {
+  AllocatorStats st = stats();
+  const char* op = OpScope::current();
+  std::string device = backend_ ? backend_->device_name : fmt::format("cpu:{}", device_index_);
+  std::string capacity = st.capacity > 0 ? fmt::format(", capacity {}", prof::format_memory(st.capacity)) : "";
+  // Where the CPU device's capacity comes from, so the user knows what to change.
+  if (!backend_ && st.capacity > 0) capacity += " (MemAvailable at start, or OPSCOPE_CPU_MEMORY)";
+  fail(op[0] ? op : "allocator",
+       "{}: out of memory allocating {} ({} bytes): allocated {}, reserved {}{}; the cache was emptied and the "
+       "allocation retried: free tensors or use smaller shapes",
+       device, prof::format_memory(int64_t(size)), size, prof::format_memory(st.allocated), prof::format_memory(st.reserved), capacity);
+}
+
+void CachingAllocator::set_capacity(int64_t bytes) {
+  std::lock_guard<SpinLock> g(m_);
+  stats_.capacity = bytes > 0 ? bytes : 0;
 }
 
 void* CachingAllocator::os_alloc(size_t size) {

@@ -18,6 +18,7 @@ struct AllocatorStats {
   int64_t num_allocs = 0;      // allocate() calls
   int64_t num_cache_hits = 0;  // allocate() calls served from the cache
   int64_t num_os_allocs = 0;   // allocate() calls that went to the OS
+  int64_t capacity = 0;        // bytes `reserved` may reach (0: no limit of its own)
 };
 
 struct Block {
@@ -43,17 +44,24 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // Never returns null: throws "[allocator] out of memory ..." instead.
+  // Never returns null: past the capacity, or when the OS refuses, it empties the cache,
+  // retries once, then throws "[op] cpu:0: out of memory allocating ..." (the op open on
+  // this thread, the bytes asked, allocated / reserved / capacity).
   Block allocate(size_t nbytes);
   void free(Block b);
   // Returns every cached (free) block to the OS.
   void empty_cache();
   AllocatorStats stats() const;
+  // The most bytes the allocator may hold from the OS (cached blocks included); 0: no
+  // limit but the OS's. Lowering it under `reserved` only refuses later allocations.
+  void set_capacity(int64_t bytes);
 
   // Small requests round up to 512 B, large ones to 2 MiB (huge-page sized).
   static size_t round_size(size_t nbytes);
 
  private:
+  void* reserve_and_alloc(size_t size);  // null: over capacity or refused by the OS
+  [[noreturn]] void fail_out_of_memory(size_t size) const;
   void* os_alloc(size_t size);
   void os_free(void* p, size_t size);
 

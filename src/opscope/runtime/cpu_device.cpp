@@ -12,6 +12,7 @@
 #include "opscope/core/error.h"
 #include "opscope/core/futex.h"
 #include "opscope/profiler/hooks.h"
+#include "opscope/runtime/host_memory.h"
 
 namespace opscope {
 
@@ -65,7 +66,9 @@ std::vector<int> core_cpus(int num_cores, int host) {
 
 }  // namespace
 
-CpuDevice::CpuDevice(int num_cores, bool pin) : Device(DeviceType::cpu) {
+CpuDevice::CpuDevice(int num_cores, bool pin, int64_t memory_bytes) : Device(DeviceType::cpu) {
+  // First: a bad OPSCOPE_CPU_MEMORY throws before any thread starts.
+  allocator().set_capacity(memory_bytes == 0 ? cpu_memory_capacity() : memory_bytes);
   num_cores_ = num_cores > 0 ? num_cores : int(allowed_cpus().size());
   pinned_ = pin;
   host_cpu_ = sched_getcpu();

@@ -15,8 +15,9 @@ namespace opscope {
 
 class CpuDevice final : public Device {
  public:
-  // num_cores <= 0 means all hardware threads.
-  explicit CpuDevice(int num_cores = 0, bool pin = true);
+  // num_cores <= 0 means all hardware threads. memory_bytes: what the allocator may hold
+  // (0: OPSCOPE_CPU_MEMORY, else the machine's MemAvailable now; < 0: no limit).
+  explicit CpuDevice(int num_cores = 0, bool pin = true, int64_t memory_bytes = 0);
   // Finishes queued work, then stops the cores. Tensors on this device must be gone.
   ~CpuDevice() override;
 

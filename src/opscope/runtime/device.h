@@ -63,8 +63,13 @@ class Device {
   std::mutex streams_m_;
 };
 
+// torch.cuda.memory_stats for any device: allocated, reserved, peak, counts and the
+// capacity the allocator counts reserved bytes against.
+inline AllocatorStats memory_stats(Device& dev) { return dev.allocator().stats(); }
+
 // The process's CPU device, made on first use with OPSCOPE_CPU_CORES cores (default:
-// all hardware threads). It lives until the process exits.
+// all hardware threads) and OPSCOPE_CPU_MEMORY bytes (default: MemAvailable at that
+// moment). It lives until the process exits.
 Device& cpu();
 // Sets the core count of cpu() before its first use; throws if it already exists with
 // another count.
