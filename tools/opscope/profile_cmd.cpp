@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "check_flag.h"
+#include "table_flags.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/opscope.h"
@@ -30,6 +31,7 @@ struct ProfileArgs {
   std::string cores = "all", layers = "all", sort_by = "self_device_time_total";
   int iters = 5, warmup = 3, row_limit = 15;
   bool record_shapes = true, with_stack = false;
+  TableFlags table;
 };
 
 using ImplFn = Tensor (*)(const Tensor&, const Tensor&, double);
@@ -56,6 +58,7 @@ void run_profile(const ProfileArgs& a) {
   cfg.with_stack = a.with_stack;
   cfg.validate();
   check_flag("--sort-by", [&] { prof::KeyAverages().sorted(a.sort_by); });  // before the runs, not after the first
+  prof::TableLayout layout = a.table.layout();
   auto impls = implementations(a.impl);
   // Check the output folder before spending time on the runs.
   std::error_code ec;
@@ -88,7 +91,7 @@ void run_profile(const ProfileArgs& a) {
     const prof::Trace& t = p.trace();
     prof::export_profile(t, c.output_dir);
     auto ka = prof::key_averages(t);
-    fmt::print("== {} (saved to {})\n{}{}\n", name, c.output_dir, ka.table(a.sort_by, a.row_limit),
+    fmt::print("== {} (saved to {})\n{}{}\n", name, c.output_dir, ka.table(a.sort_by, a.row_limit, "", layout),
                prof::memory_summary_text(t));
     device_ms.emplace_back(name, double(ka.self_device_time_total_ns()) / 1e6 / a.iters);
   }
@@ -120,6 +123,7 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--sort-by", a->sort_by, "table sort key: " + prof::sort_key_names())->capture_default_str();
   sub->add_option("--row-limit", a->row_limit, "table rows")->capture_default_str();
   sub->add_flag("--with-stack", a->with_stack, "record each op's call site");
+  a->table.add_to(sub);
   sub->callback([a] { run_profile(*a); });
   add_profile_llama_command(*profile);
   // A missing or unknown case, or words before it, are our errors ("[profile] ..."),

@@ -26,6 +26,7 @@
 #include "opscope/profiler/store.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/probe.h"
+#include "table_flags.h"
 
 namespace opscope::cli {
 
@@ -39,6 +40,7 @@ struct LlamaArgs {
   std::string preset = "tiny", layers, vocab, tokens = "32", decode = "4", mode = "all", dtype = "f32";
   std::string weights, seed = "0", out = "opscope-profile/llama", iters = "3", warmup = "1";
   std::string sort_by = "self_device_time_total", row_limit = "25";
+  TableFlags table;
 };
 
 // Whole numbers are parsed here, not by CLI11, so that every bad value is one
@@ -106,6 +108,7 @@ void run_llama(const LlamaArgs& a) {
   } catch (const Error&) {
     fail("--sort-by", "unknown key '{}' (expected one of {})", a.sort_by, prof::sort_key_names());
   }
+  prof::TableLayout layout = a.table.layout();
   if (!a.weights.empty()) models::SafetensorsFile::open(a.weights);  // a bad file fails before any output
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);
@@ -164,7 +167,7 @@ void run_llama(const LlamaArgs& a) {
     auto ka = prof::key_averages(trace);
     res.prefill_device_ms = range_device_ms(ka, "prefill");
     res.decode_device_ms = range_device_ms(ka, "decode");
-    fmt::print("== {} (saved to {})\n{}{}\n{}\n", mode, pc.output_dir, ka.table(a.sort_by, row_limit),
+    fmt::print("== {} (saved to {})\n{}{}\n{}\n", mode, pc.output_dir, ka.table(a.sort_by, row_limit, "", layout),
                prof::memory_summary_text(trace), ranges_table(ka));
     results.push_back(res);
   }
@@ -214,6 +217,7 @@ void add_profile_llama_command(CLI::App& profile) {
       ->type_name("N");
   sub->add_option("--sort-by", a->sort_by, "table sort key: " + prof::sort_key_names())->capture_default_str();
   sub->add_option("--row-limit", a->row_limit, "table rows (0: all)")->capture_default_str()->type_name("N");
+  a->table.add_to(sub);
   sub->callback([a] { run_llama(*a); });
 }
 

@@ -1,5 +1,5 @@
 // opscope table DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--group-by-stack N]
-//                   [--time-unit U]
+//                   [--time-unit U] [--columns a,b,c] [--wide]
 // prints the key_averages table of a saved profile, as it was printed when profiled, and
 // each device's memory peak when the profile recorded the allocator.
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 
 #include "opscope/core/error.h"
 #include "check_flag.h"
+#include "table_flags.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/memory.h"
 #include "opscope/profiler/store.h"
@@ -23,6 +24,7 @@ struct TableArgs {
   bool group_by_shape = false;
   int group_by_stack = 0;
   std::string time_unit;
+  TableFlags table;
 };
 
 }  // namespace
@@ -37,14 +39,16 @@ void add_table_command(CLI::App& app) {
   cmd->add_flag("--group-by-shape", args->group_by_shape, "One row per op and input shapes");
   cmd->add_option("--group-by-stack", args->group_by_stack, "Rows per op call site too (N >= 1)");
   cmd->add_option("--time-unit", args->time_unit, "s, ms, us or ns (default: each value in its own unit)");
+  args->table.add_to(cmd);
   cmd->callback([args] {
     // The flags first: a typo should not wait for a large profile to load.
     prof::KeyAverages none;
     check_flag("--sort-by", [&] { none.sorted(args->sort_by); });
     check_flag("--time-unit", [&] { none.table("", 1, args->time_unit); });
+    prof::TableLayout layout = args->table.layout();
     prof::Trace trace = prof::load_profile(args->dir);
     prof::KeyAverages averages = prof::key_averages(trace, args->group_by_shape, args->group_by_stack);
-    std::string table = averages.table(args->sort_by, args->row_limit, args->time_unit);
+    std::string table = averages.table(args->sort_by, args->row_limit, args->time_unit, layout);
     std::fputs(table.c_str(), stdout);
     if (!table.empty() && table.back() != '\n') std::fputc('\n', stdout);
     std::fputs(prof::memory_summary_text(trace).c_str(), stdout);

@@ -8,6 +8,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/profiler/memory.h"
+#include "opscope/profiler/table_layout.h"
 
 namespace opscope::prof {
 
@@ -337,7 +338,8 @@ std::vector<KeyAverage> KeyAverages::sorted(std::string_view sort_by) const {
   fail("sort_by", "unknown key '{}' (expected one of {})", sort_by, sort_key_names(true));
 }
 
-std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std::string_view time_unit) const {
+std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std::string_view time_unit,
+                               const TableLayout& layout) const {
   if (!(time_unit.empty() || time_unit == "auto" || time_unit == "s" || time_unit == "ms" || time_unit == "us" ||
         time_unit == "ns"))
     fail("time_unit", "unknown unit '{}' (expected s, ms, us, ns or auto)", time_unit);
@@ -359,7 +361,6 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
     heads.push_back("GFLOP/s");
   }
   if (roof) heads.push_back("% Roofline");
-  size_t nfixed = heads.size();
   if (by_shape_) heads.push_back("Input Shapes");
   if (by_stack_) heads.push_back("Source Location");
 
@@ -392,30 +393,24 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
     if (by_stack_) c.push_back(printable(r.source));
     cells.push_back(std::move(c));
   }
-  std::vector<size_t> width(heads.size());
-  for (size_t k = 0; k < heads.size(); ++k) {
-    width[k] = k == 0 || k >= nfixed ? heads[k].size() : std::max<size_t>(12, heads[k].size());
-    for (auto& c : cells) width[k] = std::max(width[k], c[k].size());
-  }
-  width[0] = std::min<size_t>(width[0], 55);
-  for (size_t k = nfixed; k < heads.size(); ++k) width[k] = std::min<size_t>(width[k], 80);
+  ColumnChoice shown = choose_columns(heads, cells, layout);
 
   std::string out, line;
-  for (size_t k = 0; k < heads.size(); ++k) line += std::string(width[k], '-') + "  ";
+  for (size_t w : shown.width) line += std::string(w, '-') + "  ";
   line += "\n";
-  auto emit = [&](const std::vector<std::string>& c) {
-    for (size_t k = 0; k < c.size(); ++k) {
-      std::string v = fit(c[k], width[k]);
-      bool left = k == 0 || k >= nfixed;
-      out += left ? fmt::format("{:<{}}  ", v, width[k]) : fmt::format("{:>{}}  ", v, width[k]);
+  auto emit = [&](const std::vector<std::string>& c, bool picked) {
+    for (size_t i = 0; i < shown.shown.size(); ++i) {
+      std::string v = fit(picked ? c[i] : c[shown.shown[i]], shown.width[i]);
+      out += shown.left[i] ? fmt::format("{:<{}}  ", v, shown.width[i]) : fmt::format("{:>{}}  ", v, shown.width[i]);
     }
     out += "\n";
   };
   out += line;
-  emit(heads);
+  emit(shown.heads, true);
   out += line;
-  for (auto& c : cells) emit(c);
+  for (auto& c : cells) emit(c, false);
   out += line;
+  out += shown.note;
   out += fmt::format("Self CPU time total: {}\n", format_time(double(self_cpu_total_), time_unit));
   out += fmt::format("Self Device time total: {}\n", format_time(double(self_device_total_), time_unit));
   if (dropped_) {

@@ -63,6 +63,22 @@ struct KeyAverage {
   double gflops() const { return device_total_ns > 0 ? double(flops) / double(device_total_ns) : 0; }
 };
 
+// Which columns table() shows. Default: every column that applies (torch's table). With
+// `width` > 0 and no `columns`, the table fits that many characters: columns that are
+// zero in every row go, headers take their short form ("Self Dev", "Dev total", ...),
+// then the least telling columns go, in a fixed order, until it fits; a line under the
+// table names what was left out. `columns`: these, in this order (keys of
+// table_column_names(); Name comes first whether listed or not).
+struct TableLayout {
+  std::vector<std::string> columns;
+  size_t width = 0;
+};
+
+// The column keys for TableLayout::columns, comma-separated, in the table's order.
+std::string table_column_names();
+// Checks keys before a profile loads; throws "[columns] unknown column 'x' (expected ...)".
+void check_table_columns(const std::vector<std::string>& columns);
+
 class KeyAverages {
  public:
   // Rows in order of first appearance.
@@ -88,7 +104,8 @@ class KeyAverages {
   // the trace has alloc/free events, "Device Mem" and "Self Device Mem" (KB, MB, GB).
   // row_limit <= 0: all rows. time_unit: "s", "ms", "us", "ns",
   // or "" / "auto" (each value in its own unit); else throws "[time_unit] ...".
-  std::string table(std::string_view sort_by = "", int64_t row_limit = 100, std::string_view time_unit = "") const;
+  std::string table(std::string_view sort_by = "", int64_t row_limit = 100, std::string_view time_unit = "",
+                    const TableLayout& layout = {}) const;
   std::string to_json(std::string_view sort_by = "") const;
   std::string to_csv(std::string_view sort_by = "") const;
 
