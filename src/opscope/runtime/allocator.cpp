@@ -90,7 +90,8 @@ void CachingAllocator::fail_out_of_memory(size_t size) const {
   fail(op[0] ? op : "allocator",
        "{}: out of memory allocating {} ({} bytes): allocated {}, reserved {}{}; the cache was emptied and the "
        "allocation retried: free tensors or use smaller shapes",
-       device, prof::format_memory(int64_t(size)), size, prof::format_memory(st.allocated), prof::format_memory(st.reserved), capacity);
+       device, prof::format_memory(int64_t(size)), size, prof::format_memory(st.allocated),
+       prof::format_memory(st.reserved), capacity);
 }
 
 void CachingAllocator::set_capacity(int64_t bytes) {
