@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only the CLI and its library: the tests and benchmarks build in scripts/test.sh.
 OPSCOPE_BUILD_TARGETS=opscope_cli scripts/setup.sh
-exec build/tools/opscope profile rmsnorm --impl all --shape 4096x4096 --dtype f32 --device cpu --out opscope-profile "$@"
+exec "${OPSCOPE_BUILD_DIR:-build}/tools/opscope" profile rmsnorm --impl all --shape 4096x4096 --dtype f32 --device cpu --out opscope-profile "$@"
