@@ -131,9 +131,49 @@ std::string list_text(od::value& v, char open, char close, const char* sep) {
   return out + close;
 }
 
+// Where a file that ends early stopped: the index of the event (in traceEvents, or the
+// legacy root array) that was open at its end; -1 when it ended outside the events.
+// Only on the error path: a plain scan that skips strings.
+int64_t open_event_at_end(std::string_view s) {
+  int depth = 0, events_depth = -1;
+  int64_t index = -1;
+  std::string_view last_string;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '"') {
+      size_t start = ++i;
+      while (i < s.size() && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+      if (i >= s.size()) break;
+      last_string = s.substr(start, i - start);
+    } else if (c == '[' || c == '{') {
+      ++depth;
+      if (c == '[' && events_depth < 0 && (depth == 1 || (depth == 2 && last_string == "traceEvents"))) {
+        events_depth = depth;
+        index = 0;
+      }
+    } else if (c == ']' || c == '}') {
+      if (depth == events_depth) events_depth = -2;  // the events closed: it ended later
+      --depth;
+    } else if (c == ',' && depth == events_depth) {
+      ++index;
+    }
+  }
+  return events_depth > 0 && depth >= events_depth ? index : -1;
+}
+
+// The error for a document simdjson refused: a file that ends early names the event.
+[[noreturn]] void refused(const std::string& file, std::string_view text, simdjson::error_code e) {
+  bool early = e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING;
+  int64_t open = early ? open_event_at_end(text) : -1;
+  if (open >= 0) fail("import", "{}: event {} cannot be read: the file ends inside it (a truncated file?)", file, open);
+  fail("import", "{}: not JSON ({}){}", file, simdjson::error_message(e), early ? " (a truncated file?)" : "");
+}
+
+constexpr const char* kPhase = "events with phase \"{}\" skipped (opscope reads X, i, s, f, t, M, C)";
+
 class Reader {
  public:
-  explicit Reader(RawTrace& t) : t_(t) {}
+  Reader(RawTrace& t, std::string_view text) : t_(t), text_(text) {}
 
   void document(od::document& doc) {
     od::json_type type;
@@ -145,9 +185,17 @@ class Reader {
       trace_events(events);
       return;
     }
-    if (type != od::json_type::object)
+    if (type != od::json_type::object) {
+      // A scalar root: JSON only if the whole of it parses.
+      bool ok = false;
+      if (type == od::json_type::number) ok = doc.get_double().error() == simdjson::SUCCESS;
+      else if (type == od::json_type::string) ok = doc.get_string().error() == simdjson::SUCCESS;
+      else if (type == od::json_type::boolean) ok = doc.get_bool().error() == simdjson::SUCCESS;
+      else if (type == od::json_type::null) ok = doc.is_null().value_unsafe();
+      if (!ok) fail("import", "{}: not JSON (the text is no JSON value)", t_.file);
       fail("import", "{}: not a torch.profiler trace: the JSON is neither an object with traceEvents nor an array "
                      "of events", t_.file);
+    }
     od::object root;
     if (auto e = doc.get_object().get(root)) not_json(e);
     bool saw_events = false;
@@ -180,10 +228,9 @@ class Reader {
   }
 
  private:
-  [[noreturn]] void not_json(simdjson::error_code e) {
-    fail("import", "{}: not JSON ({})", t_.file, simdjson::error_message(e));
-  }
+  [[noreturn]] void not_json(simdjson::error_code e) { refused(t_.file, text_, e); }
   [[noreturn]] void broken(simdjson::error_code e, std::string_view where) {
+    if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING) not_json(e);
     fail("import", "{}: {} cannot be read: {}{}", t_.file, where, simdjson::error_message(e),
          e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::TAPE_ERROR ? " (a truncated file?)" : "");
   }
@@ -311,7 +358,7 @@ class Reader {
       }
     }
     if (ph.size() != 1) {
-      t_.warnings.add(ph.empty() ? "events with no phase (ph) skipped" : fmt::format("events with unknown phase \"{}\" skipped", ph), index);
+      t_.warnings.add(ph.empty() ? "events with no phase (ph) skipped" : fmt::format(kPhase, ph), index);
       return;
     }
     r.ph = ph[0];
@@ -323,7 +370,7 @@ class Reader {
     if (r.ph == 'C') return;  // counters: nothing opscope shows
     if (r.ph == 'I') r.ph = 'i';
     if (r.ph != 'X' && r.ph != 'i' && r.ph != 's' && r.ph != 'f' && r.ph != 't') {
-      t_.warnings.add(fmt::format("events with unsupported phase \"{}\" skipped", ph), index);
+      t_.warnings.add(fmt::format(kPhase, ph), index);
       return;
     }
     if (!has_ts) {
@@ -398,6 +445,7 @@ class Reader {
   }
 
   RawTrace& t_;
+  std::string_view text_;
   std::string_view last_cat_, last_pid_, last_tid_;
   uint32_t last_cat_id_ = 0, last_pid_id_ = 0, last_tid_id_ = 0;
 };
@@ -411,8 +459,8 @@ RawTrace read_kineto_bytes(const std::string& file, std::string bytes) {
   od::parser parser;
   od::document doc;
   simdjson::padded_string_view view(bytes.data(), bytes.size(), bytes.capacity());
-  if (auto e = parser.iterate(view).get(doc)) fail("import", "{}: not JSON ({})", file, simdjson::error_message(e));
-  Reader(t).document(doc);
+  if (auto e = parser.iterate(view).get(doc)) refused(file, bytes, e);
+  Reader(t, bytes).document(doc);
   return t;
 }
 

@@ -34,7 +34,9 @@ std::string inflate_gzip(const std::string& path, const std::string& in, size_t 
   size_t hint = in.size() >= 4 ? size_t(uint8_t(in[in.size() - 4])) | size_t(uint8_t(in[in.size() - 3])) << 8 |
                                      size_t(uint8_t(in[in.size() - 2])) << 16 | size_t(uint8_t(in[in.size() - 1])) << 24
                                : 0;
-  out.reserve(std::max(hint, in.size() * 4) + padding);
+  // The trailer is a hint only (a cut file has none): trusted within 64x the input.
+  if (hint < in.size() || hint / 64 > in.size()) hint = in.size() * 8;
+  out.reserve(hint + padding);
   z_stream z{};
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) fail("import", "{}: zlib could not start", path);
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, inflateEnd);
@@ -48,7 +50,8 @@ std::string inflate_gzip(const std::string& path, const std::string& in, size_t 
     }
     if (out.capacity() - out.size() < (size_t(1) << 16) + padding) out.reserve(out.capacity() * 2 + padding);
     size_t have = out.size();
-    size_t room = std::min(out.capacity() - have - padding, size_t(1) << 30);
+    // At most 16 MiB at a time: resize() zero-fills what it adds.
+    size_t room = std::min(out.capacity() - have - padding, size_t(16) << 20);
     out.resize(have + room);
     z.next_out = reinterpret_cast<Bytef*>(out.data() + have);
     z.avail_out = uInt(room);
