@@ -270,7 +270,8 @@ class Reader {
     uint32_t meta_name = 0;
     std::string dims, types_joined;
     std::vector<std::string> dim_list, type_list;
-    std::string grid, block, registers, shared, occupancy, collective;
+    std::string grid, block, registers, shared, occupancy;
+    std::string collective, msg_in, msg_out, msg_dtype, group;
     for (auto fr : obj) {
       od::field f;
       if (auto e = std::move(fr).get(f)) bad_event(index, e);
@@ -344,11 +345,11 @@ class Reader {
           else if (ak == "registers per thread") registers = std::string(token(av)) + " registers/thread ";
           else if (ak == "shared memory") shared = std::string(token(av)) + " B shared ";
           else if (ak == "est. achieved occupancy %") occupancy = std::string(token(av)) + "% occupancy";
-          else if (ak == "Collective name") collective = std::string(token(av)) + collective;
-          else if (ak == "In msg nelems") collective += fmt::format(", in {} elements", token(av));
-          else if (ak == "Out msg nelems") collective += fmt::format(", out {} elements", token(av));
-          else if (ak == "dtype") collective += fmt::format(", {}", token(av));
-          else if (ak == "Group size") collective += fmt::format(", group of {}", token(av));
+          else if (ak == "Collective name") collective = std::string(token(av));
+          else if (ak == "In msg nelems") msg_in = fmt::format(", in {} elements", token(av));
+          else if (ak == "Out msg nelems") msg_out = fmt::format(", out {} elements", token(av));
+          else if (ak == "dtype") msg_dtype = fmt::format(", {}", token(av));
+          else if (ak == "Group size") group = fmt::format(", group of {}", token(av));
           else if (ak == "name") {
             std::string_view s;
             if (av.get_string().get(s) != simdjson::SUCCESS) s = token(av);
@@ -401,7 +402,8 @@ class Reader {
     }
     std::string launch_config = grid + block + registers + shared + occupancy;
     if (!launch_config.empty()) r.detail = t_.strings.intern(trim(launch_config));
-    if (!collective.empty()) r.detail = t_.strings.intern("collective " + collective);
+    if (!collective.empty())
+      r.detail = t_.strings.intern("collective " + collective + msg_in + msg_out + msg_dtype + group);
     t_.events.push_back(r);
   }
 

@@ -72,7 +72,10 @@ RankTable rank_table(const prof::Trace& trace) {
     row.min_ns = *std::min_element(row.time_ns.begin(), row.time_ns.end());
     row.slowest_rank = t.ranks[size_t(mx - row.time_ns.begin())];
   }
-  std::stable_sort(t.rows.begin(), t.rows.end(), [](const RankRow& a, const RankRow& b) { return a.max_ns > b.max_ns; });
+  // Device rows first (what the GPUs spent), then host-only rows; each by its slowest rank.
+  std::stable_sort(t.rows.begin(), t.rows.end(), [](const RankRow& a, const RankRow& b) {
+    return a.device != b.device ? a.device : a.max_ns > b.max_ns;
+  });
   return t;
 }
 

@@ -23,7 +23,7 @@ struct RankRow {
 
 struct RankTable {
   std::vector<int64_t> ranks;
-  std::vector<RankRow> rows;  // by max_ns, largest first
+  std::vector<RankRow> rows;  // rows with device time first, each group by max_ns, largest first
   std::string text(int64_t row_limit = 50) const;
 };
 
