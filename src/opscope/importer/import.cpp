@@ -60,6 +60,32 @@ std::string device_peaks(const std::string& gpu, const ImportOptions& o) {
   return peaks_json(p, gpu, "given on the command line");
 }
 
+// Into (t0, kind) order, stably. Sorting small keys and moving each event once is
+// several times faster than sorting the events themselves (four strings each).
+void sort_events(std::vector<prof::TraceEvent>& events) {
+  struct Key {
+    int64_t t0;
+    uint32_t kind, index;
+  };
+  std::vector<Key> keys(events.size());
+  bool sorted = true;
+  for (size_t i = 0; i < events.size(); ++i) {
+    keys[i] = {events[i].t0, uint32_t(events[i].kind), uint32_t(i)};
+    if (i && (keys[i].t0 < keys[i - 1].t0 || (keys[i].t0 == keys[i - 1].t0 && keys[i].kind < keys[i - 1].kind)))
+      sorted = false;
+  }
+  if (sorted) return;
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.t0 != b.t0) return a.t0 < b.t0;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.index < b.index;
+  });
+  std::vector<prof::TraceEvent> out;
+  out.reserve(events.size());
+  for (const Key& k : keys) out.push_back(std::move(events[k.index]));
+  events = std::move(out);
+}
+
 }  // namespace
 
 ImportResult import_traces(const std::vector<std::string>& paths, const ImportOptions& options) {
@@ -92,9 +118,7 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
     reports.push_back(append_trace(raws[i], trace, ctx, many ? ranks[i] : -1));
     raws[i] = RawTrace{};  // its events are in the trace now
   }
-  std::stable_sort(trace.events.begin(), trace.events.end(), [](const prof::TraceEvent& a, const prof::TraceEvent& b) {
-    return a.t0 != b.t0 ? a.t0 < b.t0 : uint8_t(a.kind) < uint8_t(b.kind);
-  });
+  sort_events(trace.events);
 
   nlohmann::ordered_json from;
   from["files"] = files;

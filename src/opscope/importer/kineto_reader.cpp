@@ -13,6 +13,7 @@
 namespace opscope::importer {
 
 namespace od = simdjson::ondemand;
+using namespace std::literals;
 
 uint32_t StringTable::intern(std::string_view s) {
   auto it = ids_.find(s);
@@ -98,6 +99,15 @@ bool micros(od::value& v, int64_t& ns) {
   if (!std::isfinite(d) || std::abs(d) > 9e15) return false;
   ns = std::llround(d * 1000.0);
   return true;
+}
+
+// A field's key as written (torch writes no escapes in keys): compared as a string_view,
+// each comparison is a length check and at most one memcmp.
+std::string_view key_text(od::field& f) {
+  const char* b = f.key().raw();
+  const char* e = b;
+  while (*e != '"') e += *e == '\\' ? 2 : 1;
+  return std::string_view(b, size_t(e - b));
 }
 
 // torch's scalar type names, as opscope writes dtypes.
@@ -202,25 +212,25 @@ class Reader {
     for (auto fr : root) {
       od::field f;
       if (auto e = std::move(fr).get(f)) broken(e, "the top-level object");
-      od::raw_json_string k = f.key();
+      std::string_view k = key_text(f);
       od::value v = f.value();
-      if (k == "traceEvents") {
+      if (k == "traceEvents"sv) {
         od::array events;
         if (auto e = v.get_array().get(events))
           fail("import", "{}: not a torch.profiler trace: traceEvents is not an array ({})", t_.file,
                simdjson::error_message(e));
         trace_events(events);
         saw_events = true;
-      } else if (k == "deviceProperties" || k == "computeProperties") {
+      } else if (k == "deviceProperties"sv || k == "computeProperties"sv) {
         device_properties(v);
-      } else if (k == "distributedInfo") {
+      } else if (k == "distributedInfo"sv) {
         distributed_info(v);
-      } else if (k == "baseTimeNanoseconds") {
+      } else if (k == "baseTimeNanoseconds"sv) {
         int64_t b = integer(v);
         if (b != kNone) t_.has_base_time = true, t_.base_time_ns = b;
-      } else if (k == "schemaVersion") {
+      } else if (k == "schemaVersion"sv) {
         t_.schema_version = std::string(token(v));
-      } else if (k == "traceName") {
+      } else if (k == "traceName"sv) {
         t_.trace_name = std::string(token(v));
       }
     }
@@ -239,6 +249,7 @@ class Reader {
   }
 
   void trace_events(od::array& events) {
+    t_.events.reserve(text_.size() / 256);  // torch's events take 150-400 bytes each
     int64_t index = 0;
     for (auto er : events) {
       od::value v;
@@ -275,54 +286,54 @@ class Reader {
     for (auto fr : obj) {
       od::field f;
       if (auto e = std::move(fr).get(f)) bad_event(index, e);
-      od::raw_json_string k = f.key();
+      std::string_view k = key_text(f);
       od::value val = f.value();
-      if (k == "ph") {
+      if (k == "ph"sv) {
         ph = token(val);
-      } else if (k == "ts") {
+      } else if (k == "ts"sv) {
         has_ts = micros(val, r.ts);
-      } else if (k == "dur") {
+      } else if (k == "dur"sv) {
         has_dur = true;
         dur_ok = micros(val, r.dur);
-      } else if (k == "name") {
+      } else if (k == "name"sv) {
         std::string_view s;
         if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
         r.name = t_.strings.intern(s);
-      } else if (k == "cat") {
+      } else if (k == "cat"sv) {
         std::string_view s;
         if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
         r.cat = cached(s, last_cat_, last_cat_id_);
-      } else if (k == "pid") {
+      } else if (k == "pid"sv) {
         r.pid = cached(token(val), last_pid_, last_pid_id_);
-      } else if (k == "tid") {
+      } else if (k == "tid"sv) {
         r.tid = cached(token(val), last_tid_, last_tid_id_);
-      } else if (k == "id") {
+      } else if (k == "id"sv) {
         r.flow_id = integer(val);
-      } else if (k == "bp") {
+      } else if (k == "bp"sv) {
         r.flow_end_binds_enclosing = token(val) == "e";
-      } else if (k == "args") {
+      } else if (k == "args"sv) {
         od::object args;
         if (val.get_object().get(args) != simdjson::SUCCESS) continue;
         for (auto ar : args) {
           od::field a;
           if (auto e = std::move(ar).get(a)) bad_event(index, e);
-          od::raw_json_string ak = a.key();
+          std::string_view ak = key_text(a);
           od::value av = a.value();
-          if (ak == "correlation") r.correlation = integer(av);
-          else if (ak == "External id") r.external_id = integer(av);
-          else if (ak == "external id") r.external_id_lower = integer(av);
-          else if (ak == "device") r.device = integer(av);
-          else if (ak == "stream") r.stream = integer(av);
-          else if (ak == "bytes") r.bytes = integer(av);
-          else if (ak == "memory bandwidth (GB/s)") {
+          if (ak == "correlation"sv) r.correlation = integer(av);
+          else if (ak == "External id"sv) r.external_id = integer(av);
+          else if (ak == "external id"sv) r.external_id_lower = integer(av);
+          else if (ak == "device"sv) r.device = integer(av);
+          else if (ak == "stream"sv) r.stream = integer(av);
+          else if (ak == "bytes"sv) r.bytes = integer(av);
+          else if (ak == "memory bandwidth (GB/s)"sv) {
             double d = 0;
             if (av.get_double().get(d) == simdjson::SUCCESS) r.bandwidth_gbps = d;
-          } else if (ak == "Bytes") r.bytes = integer(av);
-          else if (ak == "Addr") r.addr = integer(av);
-          else if (ak == "Total Allocated") r.total_allocated = integer(av);
-          else if (ak == "Device Type") r.device_type = int32_t(integer(av));
-          else if (ak == "Device Id") r.device_id = int32_t(integer(av));
-          else if (ak == "Input Dims") {
+          } else if (ak == "Bytes"sv) r.bytes = integer(av);
+          else if (ak == "Addr"sv) r.addr = integer(av);
+          else if (ak == "Total Allocated"sv) r.total_allocated = integer(av);
+          else if (ak == "Device Type"sv) r.device_type = int32_t(integer(av));
+          else if (ak == "Device Id"sv) r.device_id = int32_t(integer(av));
+          else if (ak == "Input Dims"sv) {
             od::array dl;
             if (av.get_array().get(dl) == simdjson::SUCCESS)
               for (auto d : dl) {
@@ -330,7 +341,7 @@ class Reader {
                 if (auto e = std::move(d).get(dv)) bad_event(index, e);
                 dim_list.push_back(list_text(dv, '(', ')', ", "));
               }
-          } else if (ak == "Input type") {
+          } else if (ak == "Input type"sv) {
             od::array tl;
             if (av.get_array().get(tl) == simdjson::SUCCESS)
               for (auto d : tl) {
@@ -340,17 +351,17 @@ class Reader {
                 if (tv.get_string().get(s) != simdjson::SUCCESS) s = token(tv);
                 type_list.emplace_back(dtype_name(s));
               }
-          } else if (ak == "grid") grid = "grid " + list_text(av, '[', ']', ",") + " ";
-          else if (ak == "block") block = "block " + list_text(av, '[', ']', ",") + " ";
-          else if (ak == "registers per thread") registers = std::string(token(av)) + " registers/thread ";
-          else if (ak == "shared memory") shared = std::string(token(av)) + " B shared ";
-          else if (ak == "est. achieved occupancy %") occupancy = std::string(token(av)) + "% occupancy";
-          else if (ak == "Collective name") collective = std::string(token(av));
-          else if (ak == "In msg nelems") msg_in = fmt::format(", in {} elements", token(av));
-          else if (ak == "Out msg nelems") msg_out = fmt::format(", out {} elements", token(av));
-          else if (ak == "dtype") msg_dtype = fmt::format(", {}", token(av));
-          else if (ak == "Group size") group = fmt::format(", group of {}", token(av));
-          else if (ak == "name") {
+          } else if (ak == "grid"sv) grid = "grid " + list_text(av, '[', ']', ",") + " ";
+          else if (ak == "block"sv) block = "block " + list_text(av, '[', ']', ",") + " ";
+          else if (ak == "registers per thread"sv) registers = std::string(token(av)) + " registers/thread ";
+          else if (ak == "shared memory"sv) shared = std::string(token(av)) + " B shared ";
+          else if (ak == "est. achieved occupancy %"sv) occupancy = std::string(token(av)) + "% occupancy";
+          else if (ak == "Collective name"sv) collective = std::string(token(av));
+          else if (ak == "In msg nelems"sv) msg_in = fmt::format(", in {} elements", token(av));
+          else if (ak == "Out msg nelems"sv) msg_out = fmt::format(", out {} elements", token(av));
+          else if (ak == "dtype"sv) msg_dtype = fmt::format(", {}", token(av));
+          else if (ak == "Group size"sv) group = fmt::format(", group of {}", token(av));
+          else if (ak == "name"sv) {
             std::string_view s;
             if (av.get_string().get(s) != simdjson::SUCCESS) s = token(av);
             meta_name = t_.strings.intern(s);
@@ -419,14 +430,14 @@ class Reader {
       for (auto fr : o) {
         od::field f;
         if (auto e = std::move(fr).get(f)) broken(e, "deviceProperties");
-        od::raw_json_string k = f.key();
+        std::string_view k = key_text(f);
         od::value x = f.value();
-        if (k == "id") p.id = integer(x);
-        else if (k == "name") p.name = std::string(token(x));
-        else if (k == "totalGlobalMem") p.total_memory = integer(x);
-        else if (k == "computeMajor") p.compute_major = integer(x);
-        else if (k == "computeMinor") p.compute_minor = integer(x);
-        else if (k == "numSms") p.num_sms = integer(x);
+        if (k == "id"sv) p.id = integer(x);
+        else if (k == "name"sv) p.name = std::string(token(x));
+        else if (k == "totalGlobalMem"sv) p.total_memory = integer(x);
+        else if (k == "computeMajor"sv) p.compute_major = integer(x);
+        else if (k == "computeMinor"sv) p.compute_minor = integer(x);
+        else if (k == "numSms"sv) p.num_sms = integer(x);
       }
       t_.gpus.push_back(std::move(p));
     }
@@ -438,11 +449,11 @@ class Reader {
     for (auto fr : o) {
       od::field f;
       if (auto e = std::move(fr).get(f)) broken(e, "distributedInfo");
-      od::raw_json_string k = f.key();
+      std::string_view k = key_text(f);
       od::value x = f.value();
-      if (k == "rank") t_.rank = integer(x);
-      else if (k == "world_size") t_.world_size = integer(x);
-      else if (k == "backend") t_.backend = std::string(token(x));
+      if (k == "rank"sv) t_.rank = integer(x);
+      else if (k == "world_size"sv) t_.world_size = integer(x);
+      else if (k == "backend"sv) t_.backend = std::string(token(x));
     }
   }
 
