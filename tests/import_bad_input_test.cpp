@@ -105,7 +105,7 @@ TEST(ImportBadInput, TruncatedGzipAndTruncatedJson) {
   std::string later = t.dump();
   p = dir.write("cut3.json", later.substr(0, later.size() - 3));
   e = import_error(p);
-  EXPECT_EQ(e.rfind("[import] " + p + ": not JSON (", 0), 0u) << e;
+  EXPECT_EQ(e, "[import] " + p + ": not JSON: the file ends inside the top-level object (a truncated file?)");
 }
 
 TEST(ImportBadInput, SkippableEventsAreCountedWarningsWithTheFirstIndex) {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "opscope/core/error.h"
+#include "opscope/importer/json_splitter.h"
 #include "opscope/importer/trace_file.h"
 
 namespace opscope::importer {
@@ -110,6 +111,12 @@ std::string_view key_text(od::field& f) {
   return std::string_view(b, size_t(e - b));
 }
 
+// k == lit, inlined (the key chains below run for every field of every event).
+template <size_t N>
+inline bool is(std::string_view k, const char (&lit)[N]) {
+  return k.size() == N - 1 && __builtin_memcmp(k.data(), lit, N - 1) == 0;
+}
+
 // torch's scalar type names, as opscope writes dtypes.
 std::string_view dtype_name(std::string_view t) {
   if (t == "float") return "f32";
@@ -141,123 +148,78 @@ std::string list_text(od::value& v, char open, char close, const char* sep) {
   return out + close;
 }
 
-// Where a file that ends early stopped: the index of the event (in traceEvents, or the
-// legacy root array) that was open at its end; -1 when it ended outside the events.
-// Only on the error path: a plain scan that skips strings.
-int64_t open_event_at_end(std::string_view s) {
-  int depth = 0, events_depth = -1;
-  int64_t index = -1;
-  std::string_view last_string;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '"') {
-      size_t start = ++i;
-      while (i < s.size() && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
-      if (i >= s.size()) break;
-      last_string = s.substr(start, i - start);
-    } else if (c == '[' || c == '{') {
-      ++depth;
-      if (c == '[' && events_depth < 0 && (depth == 1 || (depth == 2 && last_string == "traceEvents"))) {
-        events_depth = depth;
-        index = 0;
-      }
-    } else if (c == ']' || c == '}') {
-      if (depth == events_depth) events_depth = -2;  // the events closed: it ended later
-      --depth;
-    } else if (c == ',' && depth == events_depth) {
-      ++index;
-    }
-  }
-  return events_depth > 0 && depth >= events_depth ? index : -1;
-}
-
-// The error for a document simdjson refused: a file that ends early names the event.
-[[noreturn]] void refused(const std::string& file, std::string_view text, simdjson::error_code e) {
-  bool early = e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING;
-  int64_t open = early ? open_event_at_end(text) : -1;
-  if (open >= 0) fail("import", "{}: event {} cannot be read: the file ends inside it (a truncated file?)", file, open);
-  fail("import", "{}: not JSON ({}){}", file, simdjson::error_message(e), early ? " (a truncated file?)" : "");
-}
-
 constexpr const char* kPhase = "events with phase \"{}\" skipped (opscope reads X, i, s, f, t, M, C)";
 
-class Reader {
+class Reader final : public TraceParts {
  public:
-  Reader(RawTrace& t, std::string_view text) : t_(t), text_(text) {}
+  explicit Reader(RawTrace& t) : t_(t) {}
 
-  void document(od::document& doc) {
-    od::json_type type;
-    if (auto e = doc.type().get(type)) not_json(e);
-    if (type == od::json_type::array) {
-      t_.legacy_array = true;
-      od::array events;
-      if (auto e = doc.get_array().get(events)) not_json(e);
-      trace_events(events);
+  void root_is_array() override { t_.legacy_array = true; }
+
+  void root_value(std::string_view key, std::string_view json) override {
+    if (!is(key, "deviceProperties") && !is(key, "computeProperties") && !is(key, "distributedInfo") &&
+        !is(key, "baseTimeNanoseconds") && !is(key, "schemaVersion") && !is(key, "traceName"))
       return;
+    // Parsed on its own: {"v": <value>}.
+    simdjson::padded_string text(std::string("{\"v\":").append(json).append("}"));
+    od::parser parser;
+    od::document doc;
+    od::value v;
+    if (auto e = parser.iterate(text).get(doc)) broken(e, key);
+    if (auto e = doc["v"].get(v)) broken(e, key);
+    if (is(key, "deviceProperties") || is(key, "computeProperties")) {
+      device_properties(v);
+    } else if (is(key, "distributedInfo")) {
+      distributed_info(v);
+    } else if (is(key, "baseTimeNanoseconds")) {
+      int64_t b = integer(v);
+      if (b != kNone) t_.has_base_time = true, t_.base_time_ns = b;
+    } else if (is(key, "schemaVersion")) {
+      t_.schema_version = std::string(token(v));
+    } else if (is(key, "traceName")) {
+      t_.trace_name = std::string(token(v));
     }
-    if (type != od::json_type::object) {
-      // A scalar root: JSON only if the whole of it parses.
-      bool ok = false;
-      if (type == od::json_type::number) ok = doc.get_double().error() == simdjson::SUCCESS;
-      else if (type == od::json_type::string) ok = doc.get_string().error() == simdjson::SUCCESS;
-      else if (type == od::json_type::boolean) ok = doc.get_bool().error() == simdjson::SUCCESS;
-      else if (type == od::json_type::null) ok = doc.is_null().value_unsafe();
-      if (!ok) fail("import", "{}: not JSON (the text is no JSON value)", t_.file);
-      fail("import", "{}: not a torch.profiler trace: the JSON is neither an object with traceEvents nor an array "
-                     "of events", t_.file);
-    }
-    od::object root;
-    if (auto e = doc.get_object().get(root)) not_json(e);
-    bool saw_events = false;
-    for (auto fr : root) {
-      od::field f;
-      if (auto e = std::move(fr).get(f)) broken(e, "the top-level object");
-      std::string_view k = key_text(f);
-      od::value v = f.value();
-      if (k == "traceEvents"sv) {
-        od::array events;
-        if (auto e = v.get_array().get(events))
-          fail("import", "{}: not a torch.profiler trace: traceEvents is not an array ({})", t_.file,
-               simdjson::error_message(e));
-        trace_events(events);
-        saw_events = true;
-      } else if (k == "deviceProperties"sv || k == "computeProperties"sv) {
-        device_properties(v);
-      } else if (k == "distributedInfo"sv) {
-        distributed_info(v);
-      } else if (k == "baseTimeNanoseconds"sv) {
-        int64_t b = integer(v);
-        if (b != kNone) t_.has_base_time = true, t_.base_time_ns = b;
-      } else if (k == "schemaVersion"sv) {
-        t_.schema_version = std::string(token(v));
-      } else if (k == "traceName"sv) {
-        t_.trace_name = std::string(token(v));
-      }
-    }
-    if (!saw_events) fail("import", "{}: not a torch.profiler trace: the JSON object has no traceEvents array", t_.file);
   }
 
- private:
-  [[noreturn]] void not_json(simdjson::error_code e) { refused(t_.file, text_, e); }
-  [[noreturn]] void broken(simdjson::error_code e, std::string_view where) {
-    if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING) not_json(e);
-    fail("import", "{}: {} cannot be read: {}{}", t_.file, where, simdjson::error_message(e),
-         e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::TAPE_ERROR ? " (a truncated file?)" : "");
-  }
-  [[noreturn]] void bad_event(int64_t index, simdjson::error_code e) {
-    broken(e, fmt::format("event {}", index));
-  }
-
-  void trace_events(od::array& events) {
-    t_.events.reserve(text_.size() / 256);  // torch's events take 150-400 bytes each
-    int64_t index = 0;
+  void events(const char* text, size_t len, size_t capacity, int64_t first,
+              const std::vector<std::pair<uint32_t, uint32_t>>& spans) override {
+    if (first + int64_t(spans.size()) > int64_t(UINT32_MAX)) fail("import", "{}: more than 2^32 events", t_.file);
+    od::document doc;
+    od::array events;
+    simdjson::padded_string_view view(text, len, capacity);
+    if (parser_.iterate(view).get(doc) != simdjson::SUCCESS || doc.get_array().get(events) != simdjson::SUCCESS)
+      locate(text, capacity, first, spans);
+    int64_t index = first;
     for (auto er : events) {
       od::value v;
-      if (auto e = std::move(er).get(v)) bad_event(index, e);
+      if (auto e = std::move(er).get(v)) {
+        locate(text, capacity, first, spans);
+        bad_event(index, e);
+      }
       event(v, index);
       ++index;
     }
-    if (index > int64_t(UINT32_MAX)) fail("import", "{}: more than 2^32 events", t_.file);
+  }
+
+ private:
+  [[noreturn]] void broken(simdjson::error_code e, std::string_view where) {
+    fail("import", "{}: {} cannot be read: {}", t_.file, where, simdjson::error_message(e));
+  }
+  [[noreturn]] void bad_event(int64_t index, simdjson::error_code e) { broken(e, fmt::format("event {}", index)); }
+
+  // The first event of a batch that does not parse on its own, named; the batch was
+  // refused as a whole.
+  void locate(const char* text, size_t capacity, int64_t first, const std::vector<std::pair<uint32_t, uint32_t>>& spans) {
+    od::parser one;
+    for (size_t k = 0; k < spans.size(); ++k) {
+      od::document doc;
+      simdjson::padded_string_view view(text + spans[k].first, spans[k].second - spans[k].first,
+                                        capacity - spans[k].first);
+      simdjson::error_code e = one.iterate(view).get(doc);
+      std::string_view raw;
+      if (!e) e = doc.raw_json().get(raw);
+      if (e) bad_event(first + int64_t(k), e);
+    }
   }
 
   uint32_t cached(std::string_view s, std::string_view& last, uint32_t& id) {
@@ -288,30 +250,30 @@ class Reader {
       if (auto e = std::move(fr).get(f)) bad_event(index, e);
       std::string_view k = key_text(f);
       od::value val = f.value();
-      if (k == "ph"sv) {
+      if (is(k, "ph")) {
         ph = token(val);
-      } else if (k == "ts"sv) {
+      } else if (is(k, "ts")) {
         has_ts = micros(val, r.ts);
-      } else if (k == "dur"sv) {
+      } else if (is(k, "dur")) {
         has_dur = true;
         dur_ok = micros(val, r.dur);
-      } else if (k == "name"sv) {
+      } else if (is(k, "name")) {
         std::string_view s;
         if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
         r.name = t_.strings.intern(s);
-      } else if (k == "cat"sv) {
+      } else if (is(k, "cat")) {
         std::string_view s;
         if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
         r.cat = cached(s, last_cat_, last_cat_id_);
-      } else if (k == "pid"sv) {
+      } else if (is(k, "pid")) {
         r.pid = cached(token(val), last_pid_, last_pid_id_);
-      } else if (k == "tid"sv) {
+      } else if (is(k, "tid")) {
         r.tid = cached(token(val), last_tid_, last_tid_id_);
-      } else if (k == "id"sv) {
+      } else if (is(k, "id")) {
         r.flow_id = integer(val);
-      } else if (k == "bp"sv) {
+      } else if (is(k, "bp")) {
         r.flow_end_binds_enclosing = token(val) == "e";
-      } else if (k == "args"sv) {
+      } else if (is(k, "args")) {
         od::object args;
         if (val.get_object().get(args) != simdjson::SUCCESS) continue;
         for (auto ar : args) {
@@ -319,21 +281,21 @@ class Reader {
           if (auto e = std::move(ar).get(a)) bad_event(index, e);
           std::string_view ak = key_text(a);
           od::value av = a.value();
-          if (ak == "correlation"sv) r.correlation = integer(av);
-          else if (ak == "External id"sv) r.external_id = integer(av);
-          else if (ak == "external id"sv) r.external_id_lower = integer(av);
-          else if (ak == "device"sv) r.device = integer(av);
-          else if (ak == "stream"sv) r.stream = integer(av);
-          else if (ak == "bytes"sv) r.bytes = integer(av);
-          else if (ak == "memory bandwidth (GB/s)"sv) {
+          if (is(ak, "correlation")) r.correlation = integer(av);
+          else if (is(ak, "External id")) r.external_id = integer(av);
+          else if (is(ak, "external id")) r.external_id_lower = integer(av);
+          else if (is(ak, "device")) r.device = integer(av);
+          else if (is(ak, "stream")) r.stream = integer(av);
+          else if (is(ak, "bytes")) r.bytes = integer(av);
+          else if (is(ak, "memory bandwidth (GB/s)")) {
             double d = 0;
             if (av.get_double().get(d) == simdjson::SUCCESS) r.bandwidth_gbps = d;
-          } else if (ak == "Bytes"sv) r.bytes = integer(av);
-          else if (ak == "Addr"sv) r.addr = integer(av);
-          else if (ak == "Total Allocated"sv) r.total_allocated = integer(av);
-          else if (ak == "Device Type"sv) r.device_type = int32_t(integer(av));
-          else if (ak == "Device Id"sv) r.device_id = int32_t(integer(av));
-          else if (ak == "Input Dims"sv) {
+          } else if (is(ak, "Bytes")) r.bytes = integer(av);
+          else if (is(ak, "Addr")) r.addr = integer(av);
+          else if (is(ak, "Total Allocated")) r.total_allocated = integer(av);
+          else if (is(ak, "Device Type")) r.device_type = int32_t(integer(av));
+          else if (is(ak, "Device Id")) r.device_id = int32_t(integer(av));
+          else if (is(ak, "Input Dims")) {
             od::array dl;
             if (av.get_array().get(dl) == simdjson::SUCCESS)
               for (auto d : dl) {
@@ -341,7 +303,7 @@ class Reader {
                 if (auto e = std::move(d).get(dv)) bad_event(index, e);
                 dim_list.push_back(list_text(dv, '(', ')', ", "));
               }
-          } else if (ak == "Input type"sv) {
+          } else if (is(ak, "Input type")) {
             od::array tl;
             if (av.get_array().get(tl) == simdjson::SUCCESS)
               for (auto d : tl) {
@@ -351,17 +313,17 @@ class Reader {
                 if (tv.get_string().get(s) != simdjson::SUCCESS) s = token(tv);
                 type_list.emplace_back(dtype_name(s));
               }
-          } else if (ak == "grid"sv) grid = "grid " + list_text(av, '[', ']', ",") + " ";
-          else if (ak == "block"sv) block = "block " + list_text(av, '[', ']', ",") + " ";
-          else if (ak == "registers per thread"sv) registers = std::string(token(av)) + " registers/thread ";
-          else if (ak == "shared memory"sv) shared = std::string(token(av)) + " B shared ";
-          else if (ak == "est. achieved occupancy %"sv) occupancy = std::string(token(av)) + "% occupancy";
-          else if (ak == "Collective name"sv) collective = std::string(token(av));
-          else if (ak == "In msg nelems"sv) msg_in = fmt::format(", in {} elements", token(av));
-          else if (ak == "Out msg nelems"sv) msg_out = fmt::format(", out {} elements", token(av));
-          else if (ak == "dtype"sv) msg_dtype = fmt::format(", {}", token(av));
-          else if (ak == "Group size"sv) group = fmt::format(", group of {}", token(av));
-          else if (ak == "name"sv) {
+          } else if (is(ak, "grid")) grid = "grid " + list_text(av, '[', ']', ",") + " ";
+          else if (is(ak, "block")) block = "block " + list_text(av, '[', ']', ",") + " ";
+          else if (is(ak, "registers per thread")) registers = std::string(token(av)) + " registers/thread ";
+          else if (is(ak, "shared memory")) shared = std::string(token(av)) + " B shared ";
+          else if (is(ak, "est. achieved occupancy %")) occupancy = std::string(token(av)) + "% occupancy";
+          else if (is(ak, "Collective name")) collective = std::string(token(av));
+          else if (is(ak, "In msg nelems")) msg_in = fmt::format(", in {} elements", token(av));
+          else if (is(ak, "Out msg nelems")) msg_out = fmt::format(", out {} elements", token(av));
+          else if (is(ak, "dtype")) msg_dtype = fmt::format(", {}", token(av));
+          else if (is(ak, "Group size")) group = fmt::format(", group of {}", token(av));
+          else if (is(ak, "name")) {
             std::string_view s;
             if (av.get_string().get(s) != simdjson::SUCCESS) s = token(av);
             meta_name = t_.strings.intern(s);
@@ -432,12 +394,12 @@ class Reader {
         if (auto e = std::move(fr).get(f)) broken(e, "deviceProperties");
         std::string_view k = key_text(f);
         od::value x = f.value();
-        if (k == "id"sv) p.id = integer(x);
-        else if (k == "name"sv) p.name = std::string(token(x));
-        else if (k == "totalGlobalMem"sv) p.total_memory = integer(x);
-        else if (k == "computeMajor"sv) p.compute_major = integer(x);
-        else if (k == "computeMinor"sv) p.compute_minor = integer(x);
-        else if (k == "numSms"sv) p.num_sms = integer(x);
+        if (is(k, "id")) p.id = integer(x);
+        else if (is(k, "name")) p.name = std::string(token(x));
+        else if (is(k, "totalGlobalMem")) p.total_memory = integer(x);
+        else if (is(k, "computeMajor")) p.compute_major = integer(x);
+        else if (is(k, "computeMinor")) p.compute_minor = integer(x);
+        else if (is(k, "numSms")) p.num_sms = integer(x);
       }
       t_.gpus.push_back(std::move(p));
     }
@@ -451,34 +413,32 @@ class Reader {
       if (auto e = std::move(fr).get(f)) broken(e, "distributedInfo");
       std::string_view k = key_text(f);
       od::value x = f.value();
-      if (k == "rank"sv) t_.rank = integer(x);
-      else if (k == "world_size"sv) t_.world_size = integer(x);
-      else if (k == "backend"sv) t_.backend = std::string(token(x));
+      if (is(k, "rank")) t_.rank = integer(x);
+      else if (is(k, "world_size")) t_.world_size = integer(x);
+      else if (is(k, "backend")) t_.backend = std::string(token(x));
     }
   }
 
   RawTrace& t_;
-  std::string_view text_;
+  od::parser parser_;
   std::string_view last_cat_, last_pid_, last_tid_;
   uint32_t last_cat_id_ = 0, last_pid_id_ = 0, last_tid_id_ = 0;
 };
 
 }  // namespace
 
-RawTrace read_kineto_bytes(const std::string& file, std::string bytes) {
+RawTrace read_kineto_from(ByteSource& in, size_t window) {
   RawTrace t;
-  t.file = file;
-  if (bytes.capacity() < bytes.size() + simdjson::SIMDJSON_PADDING) bytes.reserve(bytes.size() + simdjson::SIMDJSON_PADDING);
-  od::parser parser;
-  od::document doc;
-  simdjson::padded_string_view view(bytes.data(), bytes.size(), bytes.capacity());
-  if (auto e = parser.iterate(view).get(doc)) refused(file, bytes, e);
-  Reader(t, bytes).document(doc);
+  t.file = in.name();
+  Reader reader(t);
+  SplitResult r = split_trace(in, reader, simdjson::SIMDJSON_PADDING, window);
+  t.legacy_array = r.legacy_array;
   return t;
 }
 
 RawTrace read_kineto(const std::string& path) {
-  return read_kineto_bytes(path, read_trace_file(path, simdjson::SIMDJSON_PADDING));
+  TraceFile f(path);
+  return read_kineto_from(f);
 }
 
 }  // namespace opscope::importer

@@ -1,6 +1,7 @@
-// The streaming reader of one torch.profiler trace: one pass of simdjson's On-Demand
-// parser over the file's bytes, each event kept as a compact RawEvent (strings interned
-// once: a million events carry a few thousand distinct names). No links are made here
+// The streaming reader of one torch.profiler trace: the file streams through a window
+// (json_splitter.h) whose events simdjson's On-Demand parser reads in batches, each kept
+// as a compact RawEvent (strings interned once: a million events carry a few thousand
+// distinct names). No links are made here
 // (links.h); times stay in the file's own clock (convert.h moves them onto the profile's).
 #pragma once
 #include <cstdint>
@@ -97,7 +98,8 @@ struct RawTrace {
 // phase) are counted in `warnings`.
 RawTrace read_kineto(const std::string& path);
 
-// The same from bytes already in memory (`bytes.capacity()` >= size + 64), for tests.
-RawTrace read_kineto_bytes(const std::string& file, std::string bytes);
+// The same from any byte stream (tests read from memory).
+class ByteSource;
+RawTrace read_kineto_from(ByteSource& in, size_t window = size_t(32) << 20);
 
 }  // namespace opscope::importer

@@ -1,83 +1,50 @@
 #include "opscope/importer/trace_file.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
-#include <cstdio>
-#include <memory>
+#include <algorithm>
+#include <climits>
+#include <cstring>
 
 #include "opscope/core/error.h"
 
 namespace opscope::importer {
 
-namespace {
-
-std::string read_all(const std::string& path, size_t padding) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+TraceFile::TraceFile(const std::string& path) : path_(path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail("import", "{}: cannot open the file", path);
+  if (!S_ISREG(st.st_mode)) fail("import", "{}: not a regular file", path);
+  gzFile f = gzopen(path.c_str(), "rb");
   if (!f) fail("import", "{}: cannot open the file", path);
-  if (std::fseek(f.get(), 0, SEEK_END) != 0) fail("import", "{}: cannot read the file (not a regular file?)", path);
-  long size = std::ftell(f.get());
-  if (size < 0) fail("import", "{}: cannot read the file (not a regular file?)", path);
-  std::rewind(f.get());
-  std::string s;
-  s.reserve(size_t(size) + padding);
-  s.resize(size_t(size));
-  if (size > 0 && std::fread(s.data(), 1, s.size(), f.get()) != s.size())
-    fail("import", "{}: read failed after fewer than {} bytes", path, size);
-  return s;
+  gzbuffer(f, 1 << 20);
+  gz_ = f;
 }
 
-bool gzipped(const std::string& s) { return s.size() >= 2 && uint8_t(s[0]) == 0x1f && uint8_t(s[1]) == 0x8b; }
+TraceFile::~TraceFile() {
+  if (gz_) gzclose_r(static_cast<gzFile>(gz_));
+}
 
-// Inflates every gzip member of `in`; the trailer's size (mod 2^32) sizes the output.
-std::string inflate_gzip(const std::string& path, const std::string& in, size_t padding) {
-  std::string out;
-  size_t hint = in.size() >= 4 ? size_t(uint8_t(in[in.size() - 4])) | size_t(uint8_t(in[in.size() - 3])) << 8 |
-                                     size_t(uint8_t(in[in.size() - 2])) << 16 | size_t(uint8_t(in[in.size() - 1])) << 24
-                               : 0;
-  // The trailer is a hint only (a cut file has none): trusted within 64x the input.
-  if (hint < in.size() || hint / 64 > in.size()) hint = in.size() * 8;
-  out.reserve(hint + padding);
-  z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) fail("import", "{}: zlib could not start", path);
-  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, inflateEnd);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  size_t left = in.size();
-  constexpr size_t kChunk = size_t(1) << 30;  // avail_in is 32-bit
-  for (;;) {
-    if (z.avail_in == 0 && left > 0) {
-      z.avail_in = uInt(std::min(left, kChunk));
-      left -= z.avail_in;
-    }
-    if (out.capacity() - out.size() < (size_t(1) << 16) + padding) out.reserve(out.capacity() * 2 + padding);
-    size_t have = out.size();
-    // At most 16 MiB at a time: resize() zero-fills what it adds.
-    size_t room = std::min(out.capacity() - have - padding, size_t(16) << 20);
-    out.resize(have + room);
-    z.next_out = reinterpret_cast<Bytef*>(out.data() + have);
-    z.avail_out = uInt(room);
-    int rc = inflate(&z, Z_NO_FLUSH);
-    out.resize(have + room - z.avail_out);
-    if (rc == Z_STREAM_END) {
-      if (z.avail_in == 0 && left == 0) break;
-      inflateReset(&z);  // another gzip member follows
-      continue;
-    }
-    if (rc == Z_BUF_ERROR && z.avail_in == 0 && left == 0)
-      fail("import", "{}: the gzip stream ends early after {} bytes (a truncated file?)", path, out.size());
-    if (rc != Z_OK && rc != Z_BUF_ERROR)
-      fail("import", "{}: corrupt gzip data ({}) after {} bytes", path, z.msg ? z.msg : "zlib error", out.size());
+size_t TraceFile::read(char* dst, size_t n) {
+  gzFile f = static_cast<gzFile>(gz_);
+  int got = gzread(f, dst, unsigned(std::min<size_t>(n, INT_MAX / 2)));
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  if (got < 0 || (err != Z_OK && err != Z_STREAM_END)) {
+    if (err == Z_BUF_ERROR)
+      fail("import", "{}: the gzip stream ends early after {} bytes (a truncated file?)", path_, total_ + size_t(std::max(got, 0)));
+    if (err == Z_ERRNO) fail("import", "{}: read failed: {}", path_, std::strerror(errno));
+    fail("import", "{}: corrupt gzip data ({}) after {} bytes", path_, msg ? msg : "zlib error", total_);
   }
-  return out;
+  total_ += size_t(got);
+  return size_t(got);
 }
 
-}  // namespace
-
-std::string read_trace_file(const std::string& path, size_t padding) {
-  std::string s = read_all(path, padding);
-  if (gzipped(s)) s = inflate_gzip(path, s, padding);
-  if (s.empty()) fail("import", "{}: the file is empty", path);
-  if (s.capacity() < s.size() + padding) s.reserve(s.size() + padding);
-  return s;
+size_t MemorySource::read(char* dst, size_t n) {
+  size_t k = std::min({n, bytes_.size() - at_, max_read_});
+  std::memcpy(dst, bytes_.data() + at_, k);
+  at_ += k;
+  return k;
 }
 
 bool is_trace_file_name(const std::string& path) {
