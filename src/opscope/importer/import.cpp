@@ -80,10 +80,23 @@ void sort_events(std::vector<prof::TraceEvent>& events) {
     if (a.kind != b.kind) return a.kind < b.kind;
     return a.index < b.index;
   });
-  std::vector<prof::TraceEvent> out;
-  out.reserve(events.size());
-  for (const Key& k : keys) out.push_back(std::move(events[k.index]));
-  events = std::move(out);
+  // Applied in place, one cycle at a time: no second vector of events at the peak.
+  std::vector<uint32_t> where(events.size());  // where[i]: the event that goes to position i
+  for (size_t i = 0; i < keys.size(); ++i) where[i] = keys[i].index;
+  std::vector<Key>().swap(keys);
+  for (size_t i = 0; i < where.size(); ++i) {
+    if (where[i] == i) continue;
+    prof::TraceEvent held = std::move(events[i]);
+    size_t at = i;
+    while (where[at] != i) {
+      size_t from = where[at];
+      events[at] = std::move(events[from]);
+      where[at] = uint32_t(at);
+      at = from;
+    }
+    events[at] = std::move(held);
+    where[at] = uint32_t(at);
+  }
 }
 
 }  // namespace

@@ -271,8 +271,6 @@ class Reader final : public TraceParts {
         r.tid = cached(token(val), last_tid_, last_tid_id_);
       } else if (is(k, "id")) {
         r.flow_id = integer(val);
-      } else if (is(k, "bp")) {
-        r.flow_end_binds_enclosing = token(val) == "e";
       } else if (is(k, "args")) {
         od::object args;
         if (val.get_object().get(args) != simdjson::SUCCESS) continue;
@@ -287,10 +285,7 @@ class Reader final : public TraceParts {
           else if (is(ak, "device")) r.device = integer(av);
           else if (is(ak, "stream")) r.stream = integer(av);
           else if (is(ak, "bytes")) r.bytes = integer(av);
-          else if (is(ak, "memory bandwidth (GB/s)")) {
-            double d = 0;
-            if (av.get_double().get(d) == simdjson::SUCCESS) r.bandwidth_gbps = d;
-          } else if (is(ak, "Bytes")) r.bytes = integer(av);
+          else if (is(ak, "Bytes")) r.bytes = integer(av);
           else if (is(ak, "Addr")) r.addr = integer(av);
           else if (is(ak, "Total Allocated")) r.total_allocated = integer(av);
           else if (is(ak, "Device Type")) r.device_type = int32_t(integer(av));
@@ -430,6 +425,9 @@ class Reader final : public TraceParts {
 RawTrace read_kineto_from(ByteSource& in, size_t window) {
   RawTrace t;
   t.file = in.name();
+  // torch writes 150-400 bytes per event; a generous guess costs only address space
+  // (pages never touched are not resident), where growing would copy the events.
+  t.events.reserve(in.size_hint() / 128);
   Reader reader(t);
   SplitResult r = split_trace(in, reader, simdjson::SIMDJSON_PADDING, window);
   t.legacy_array = r.legacy_array;

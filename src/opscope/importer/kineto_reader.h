@@ -50,6 +50,8 @@ class Warnings {
 
 constexpr int64_t kNone = INT64_MIN;
 
+// Kept small: a million of them live until the Trace is built. (A memcpy's "memory
+// bandwidth (GB/s)" is not kept: bytes / dur gives it.)
 struct RawEvent {
   int64_t ts = 0;   // ns, in the file's clock (µs × 1000; relative to baseTimeNanoseconds if it has one)
   int64_t dur = 0;  // ns
@@ -58,13 +60,11 @@ struct RawEvent {
   uint32_t detail = 0;  // op: input shapes "[(4, 8) float]"; kernel: launch configuration; collective
   Category category = Category::none;
   char ph = 'X';
-  bool flow_end_binds_enclosing = false;  // "bp": "e"
   int64_t correlation = kNone, external_id = kNone, external_id_lower = kNone, flow_id = kNone;
   int64_t device = kNone, stream = kNone;  // args "device" / "stream" (GPU events)
   int64_t bytes = kNone;                   // memcpy/memset "bytes"; [memory] "Bytes"
   int64_t addr = 0, total_allocated = kNone;
   int32_t device_type = -1, device_id = -1;  // [memory]
-  double bandwidth_gbps = 0;                 // memcpy "memory bandwidth (GB/s)"
 };
 
 struct GpuProperties {

@@ -16,6 +16,8 @@ class ByteSource {
   // a corrupt gzip stream, or one that ends early (a truncated download).
   virtual size_t read(char* dst, size_t n) = 0;
   virtual const std::string& name() const = 0;
+  // About how many bytes it will give (0: unknown), to size what grows with it.
+  virtual size_t size_hint() const { return 0; }
 };
 
 class TraceFile final : public ByteSource {
@@ -26,11 +28,12 @@ class TraceFile final : public ByteSource {
   TraceFile& operator=(const TraceFile&) = delete;
   size_t read(char* dst, size_t n) override;
   const std::string& name() const override { return path_; }
+  size_t size_hint() const override { return hint_; }
 
  private:
   std::string path_;
   void* gz_ = nullptr;  // gzFile
-  size_t total_ = 0;
+  size_t total_ = 0, hint_ = 0;
 };
 
 // Bytes already in memory (tests).
@@ -41,6 +44,7 @@ class MemorySource final : public ByteSource {
       : name_(std::move(name)), bytes_(bytes), max_read_(max_read) {}
   size_t read(char* dst, size_t n) override;
   const std::string& name() const override { return name_; }
+  size_t size_hint() const override { return bytes_.size(); }
 
  private:
   std::string name_;
