@@ -162,22 +162,41 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
   Nesting nesting = nest(t, track);
   std::vector<int32_t> launcher = launching_ops(t, rule, nesting);
 
-  // Correlation: the runtime call of each id (the first; a repeat is an error in the
-  // file), and which ids made GPU work.
-  std::unordered_map<int64_t, int32_t> call_of;
-  std::unordered_map<int64_t, int64_t> made_work;  // correlation → bytes its GPU work moved
+  // Correlation: per id, the runtime call (the first; a repeat is an error in the file),
+  // the bytes its GPU work moved, and the launch id once given. One map, one lookup.
+  struct Link {
+    int32_t call = -1;
+    bool work = false, work_seen = false;
+    int64_t bytes = 0;
+    uint64_t launch = 0;
+  };
+  std::unordered_map<int64_t, Link> links;
+  links.reserve(n / 2);
   for (size_t i = 0; i < n; ++i) {
     const RawEvent& e = ev[i];
     if (e.correlation == kNone) continue;
     if (runtime_call(e.category)) {
-      if (!call_of.try_emplace(e.correlation, int32_t(i)).second)
-        warn.add("runtime calls with a correlation id an earlier call has (linked by the first only)", e.index);
+      Link& l = links[e.correlation];
+      if (l.call >= 0) warn.add("runtime calls with a correlation id an earlier call has (linked by the first only)", e.index);
+      else l.call = int32_t(i);
     } else if (device_work(e.category)) {
-      made_work[e.correlation] += std::max<int64_t>(0, e.bytes == kNone ? 0 : e.bytes);
+      Link& l = links[e.correlation];
+      l.work = true;
+      l.bytes += std::max<int64_t>(0, e.bytes == kNone ? 0 : e.bytes);
     }
   }
+  auto link_of = [&](const RawEvent& e) -> Link* {
+    if (e.correlation == kNone) return nullptr;
+    auto it = links.find(e.correlation);
+    return it == links.end() ? nullptr : &it->second;
+  };
+  auto launch_of = [&](Link& l) {
+    if (!l.launch) l.launch = ctx.next_launch_id++;
+    return l.launch;
+  };
   // Flows pair by id: each start should have an end and each end a start.
   std::unordered_map<int64_t, std::pair<int32_t, int32_t>> flows;  // id → (first s, first f) index
+  flows.reserve(n / 4);
   for (const RawEvent& e : ev) {
     if (e.category != Category::flow || e.flow_id == kNone) continue;
     auto& p = flows.try_emplace(e.flow_id, -1, -1).first->second;
@@ -194,8 +213,6 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
   for (size_t i = 0; i < n; ++i)
     if (is_scope(t, ev[i])) scope_id[i] = ctx.next_op_id++;
   auto op_id = [&](int32_t i) { return i >= 0 ? scope_id[size_t(i)] : 0; };
-  std::unordered_map<int64_t, uint64_t> launch_id;  // correlation → launch id
-  std::unordered_set<int64_t> work_seen;
   std::map<int32_t, int64_t> allocated;  // device → bytes, where the trace lacks Total Allocated
 
   out.events.reserve(out.events.size() + n);
@@ -216,14 +233,11 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
       rep.ops += x.kind == EventKind::op;
     } else if (runtime_call(c)) {
       x.track = track[i];
-      auto call = e.correlation == kNone ? call_of.end() : call_of.find(e.correlation);
-      bool first = call != call_of.end() && call->second == int32_t(i);
-      auto work = first ? made_work.find(e.correlation) : made_work.end();
-      if (work != made_work.end()) {
+      Link* l = link_of(e);
+      if (l && l->call == int32_t(i) && l->work) {
         x.kind = EventKind::launch;
-        x.bytes = work->second;  // a launch carries what its work moves, as opscope's own do
-        x.id = launch_id.try_emplace(e.correlation, ctx.next_launch_id).first->second;
-        if (x.id == ctx.next_launch_id) ++ctx.next_launch_id;
+        x.bytes = l->bytes;  // a launch carries what its work moves, as opscope's own do
+        x.id = launch_of(*l);
         x.parent = op_id(launcher[i]);
         ++rep.launches;
       } else {
@@ -239,23 +253,22 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
         x.bytes = std::max<int64_t>(0, e.bytes == kNone ? 0 : e.bytes);
         x.shapes = t.strings[e.detail];
         ++rep.gpu_events;
-        auto call = e.correlation == kNone ? call_of.end() : call_of.find(e.correlation);
-        if (call == call_of.end()) {
+        Link* l = link_of(e);
+        if (!l || l->call < 0) {
           ++rep.gpu_events_without_launch;
           x.id = ctx.next_launch_id++;
         } else {
           // The launch's id for its first GPU event; a launch with several (a graph, a
           // copy in parts) gives the others their own ids, so each counts its own time.
-          uint64_t lid = launch_id.try_emplace(e.correlation, ctx.next_launch_id).first->second;
-          if (lid == ctx.next_launch_id) ++ctx.next_launch_id;
-          x.id = work_seen.insert(e.correlation).second ? lid : ctx.next_launch_id++;
-          x.parent = op_id(launcher[size_t(call->second)]);
+          x.id = l->work_seen ? ctx.next_launch_id++ : launch_of(*l);
+          l->work_seen = true;
+          x.parent = op_id(launcher[size_t(l->call)]);
         }
       } else {
         // Syncs and GPU-side annotations: on the GPU's row, counted by no table.
         x.kind = c == Category::gpu_sync ? EventKind::sync : EventKind::api;
-        auto call = e.correlation == kNone ? call_of.end() : call_of.find(e.correlation);
-        if (call != call_of.end()) x.parent = op_id(launcher[size_t(call->second)]);
+        Link* l = link_of(e);
+        if (l && l->call >= 0) x.parent = op_id(launcher[size_t(l->call)]);
       }
     } else if (c == Category::cpu_instant && x.name == "[memory]") {
       if (e.bytes == kNone || e.bytes == 0) {
