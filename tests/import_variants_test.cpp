@@ -121,6 +121,16 @@ TEST(ImportVariants, Kineto2021OldNamesStringTidsAndLowercaseExternalId) {
   EXPECT_EQ(mem[1].peak_bytes, 512);
 }
 
+TEST(ImportVariants, EpochTimestampsBesideABaseTimeCountFromTheEpoch) {
+  // Some traces carry baseTimeNanoseconds and still write ts since the epoch.
+  json t = trace_2021();
+  t["baseTimeNanoseconds"] = 1620000000000000000;
+  TempDir dir("import_epoch_base");
+  prof::Trace tr = importer::import_traces({dir.write("t.json", t)}).trace;
+  EXPECT_EQ(tr.wall_time_ns, 1620000000000000000);
+  EXPECT_EQ(only(tr, EventKind::kernel, "relu_kernel").t0, 210000);
+}
+
 TEST(ImportVariants, LegacyBareArrayIsFrameworkOpsOnly) {
   json ev = json::array();
   ev.push_back({{"name", "aten::linear"}, {"ph", "X"}, {"ts", 100.5}, {"dur", 30.0}, {"tid", 1}, {"pid", "CPU functions"},

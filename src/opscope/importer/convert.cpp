@@ -50,13 +50,26 @@ std::string gpu_description(const GpuProperties* p, int64_t id) {
   return parts.empty() ? d : d + ")";
 }
 
+int64_t earliest_ts(const RawTrace& t) {
+  int64_t first = INT64_MAX;
+  for (const RawEvent& e : t.events) first = std::min(first, e.ts);
+  return first;
+}
+
+// The Unix-epoch ns that ts counts from: baseTimeNanoseconds where ts is relative to it
+// (2024+), else 0 (ts since the epoch). A file with both a base and epoch-sized ts
+// (after 1973) counts from the epoch.
+int64_t clock_origin(const RawTrace& t, int64_t earliest) {
+  constexpr int64_t k1973 = 100'000'000'000'000'000;
+  return t.has_base_time && earliest < k1973 ? t.base_time_ns : 0;
+}
+
 }  // namespace
 
 int64_t first_time_ns(const RawTrace& t) {
-  int64_t first = INT64_MAX;
-  for (const RawEvent& e : t.events) first = std::min(first, e.ts);
+  int64_t first = earliest_ts(t);
   if (first == INT64_MAX) return first;
-  return (t.has_base_time ? t.base_time_ns : 0) + first;
+  return clock_origin(t, first) + first;
 }
 
 FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx, int64_t rank) {
@@ -73,7 +86,7 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
   rep.launch_rule = launch_rule_name(rule);
   if (!t.gpus.empty()) rep.gpu_name = t.gpus.front().name;
   Warnings warn = t.warnings;
-  const int64_t shift = (t.has_base_time ? t.base_time_ns : 0) - out.base_time_ns;
+  const int64_t shift = clock_origin(t, earliest_ts(t)) - out.base_time_ns;
 
   // Devices: the GPUs (deviceProperties first, then any other seen), a CPU for host memory.
   std::map<int64_t, int32_t> gpu_device;

@@ -13,7 +13,8 @@
 namespace opscope::importer {
 
 // The Unix-epoch ns of the file's earliest event (INT64_MAX when it has none): 2024+
-// files count ts from baseTimeNanoseconds, older ones from the epoch.
+// files count ts from baseTimeNanoseconds, older ones from the epoch (and so do files
+// with a base whose ts are epoch-sized).
 int64_t first_time_ns(const RawTrace& t);
 
 // What one file held, for the profile's config and the warnings.
