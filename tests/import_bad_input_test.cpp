@@ -122,12 +122,13 @@ TEST(ImportBadInput, SkippableEventsAreCountedWarningsWithTheFirstIndex) {
   ev.push_back(x_event("cuda_runtime", "cudaLaunchKernel", 1, 1, 25, 2, {{"correlation", 5}}));  // event 7: dup
   ev.push_back(flow("s", 77, 1, 1, 12));                            // event 8: no finish
   ev.push_back(flow("f", 78, 0, 7, 16));                            // event 9: no start
+  ev.push_back(x_event("cpu_op", "aten::far", 1, 1, 1e20, 1));      // event 10: ts out of range
   TempDir dir("import_skips");
   std::string p = dir.write("t.json", t);
   importer::ImportResult r = importer::import_traces({p});
   std::vector<std::string> want = {
-      p + ": 2 events with no ts (or a ts that is no number) skipped (first: event 3)",
-      p + ": 1 events with dur < 0 (or a dur that is no number) skipped (first: event 4)",
+      p + ": 3 events with no usable ts (missing, no number, or past ±4e15 µs) skipped (first: event 3)",
+      p + ": 1 events with dur < 0 (or no number, or past 4e15 µs) skipped (first: event 4)",
       p + ": 1 events with phase \"Q\" skipped (opscope reads X, i, s, f, t, M, C) (first: event 6)",
       p + ": 1 runtime calls with a correlation id an earlier call has (linked by the first only) (first: event 7)",
       p + ": 1 flow starts (ph s) with no finish (ignored) (first: event 8)",

@@ -232,8 +232,9 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
   for (size_t i = 0; i < n; ++i) {
     const RawEvent& e = ev[i];
     TraceEvent x;
-    x.t0 = e.ts + shift;
-    x.t1 = x.t0 + e.dur;
+    // Saturating: a crafted file's times must not overflow (each is within ±4e18 ns).
+    if (__builtin_add_overflow(e.ts, shift, &x.t0)) x.t0 = e.ts < 0 ? INT64_MIN : INT64_MAX;
+    if (__builtin_add_overflow(x.t0, e.dur, &x.t1)) x.t1 = INT64_MAX;
     x.name = t.strings[e.name];
     const Category c = e.category;
     if (c == Category::flow || c == Category::fwdbwd || c == Category::trace_span) continue;
@@ -294,7 +295,7 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
       x.bytes = e.bytes > 0 ? e.bytes : -e.bytes;
       x.device = e.device_type > 0 ? gpu(std::max(0, e.device_id)) : cpu();
       int64_t& running = allocated[x.device];
-      running += e.bytes;
+      if (__builtin_add_overflow(running, e.bytes, &running)) running = e.bytes > 0 ? INT64_MAX : INT64_MIN;
       x.value = e.total_allocated != kNone ? e.total_allocated : running;
       x.parent = op_id(nesting.scope[i]);
       x.track = track[i];

@@ -86,18 +86,20 @@ int64_t integer(od::value& v) {
   return std::isfinite(d) && std::abs(d) < 9e18 ? std::llround(d) : kNone;
 }
 
-// A time in µs as ns: integers exactly, floats rounded to the ns. False when no number.
+// A time in µs as ns: integers exactly, floats rounded to the ns. False when no number
+// or beyond ±4e15 µs (year 2096 since the epoch): sums of times stay inside int64.
+constexpr int64_t kMaxMicros = 4'000'000'000'000'000;
 bool micros(od::value& v, int64_t& ns) {
   od::number n;
   if (v.get_number().get(n) != simdjson::SUCCESS) return false;
   if (n.is_int64()) {
     int64_t us = n.get_int64();
-    if (us > INT64_MAX / 1000 || us < INT64_MIN / 1000) return false;
+    if (us > kMaxMicros || us < -kMaxMicros) return false;
     ns = us * 1000;
     return true;
   }
   double d = n.is_uint64() ? double(n.get_uint64()) : n.get_double();
-  if (!std::isfinite(d) || std::abs(d) > 9e15) return false;
+  if (!std::isfinite(d) || std::abs(d) > double(kMaxMicros)) return false;
   ns = std::llround(d * 1000.0);
   return true;
 }
@@ -343,12 +345,12 @@ class Reader final : public TraceParts {
       return;
     }
     if (!has_ts) {
-      t_.warnings.add("events with no ts (or a ts that is no number) skipped", index);
+      t_.warnings.add("events with no usable ts (missing, no number, or past ±4e15 µs) skipped", index);
       return;
     }
     if (r.ph == 'X') {
       if (!dur_ok || r.dur < 0) {
-        t_.warnings.add("events with dur < 0 (or a dur that is no number) skipped", index);
+        t_.warnings.add("events with dur < 0 (or no number, or past 4e15 µs) skipped", index);
         return;
       }
       if (!has_dur) t_.warnings.add("complete events with no dur read as instants", index);
