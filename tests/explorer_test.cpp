@@ -210,6 +210,13 @@ TEST(ExplorerApi, ImportedTorchTraceShowsGpuStreamsAsDeviceLanes) {
   EXPECT_EQ(evs[up.launches[0]].name, "cudaLaunchKernel");
   ASSERT_EQ(up.ops.size(), 1u);
   EXPECT_EQ(evs[up.ops[0]].name, "aten::mul");
+  // Every view answers for an imported profile.
+  for (const char* view : {"summary", "timeline", "range", "memory", "ops", "search"}) {
+    Params q = std::string(view) == "search" ? Params{{"q", "kernel"}} : Params{};
+    ApiResponse v = api.get(std::string("/api/profiles/0/") + view, q);
+    EXPECT_EQ(v.status, 200) << view << ": " << v.body.dump();
+  }
+  EXPECT_EQ(api.get("/api/profiles/0/search", {{"q", "kernel"}}).body["total"], 4);  // 2 launches, 2 kernels
   fs::remove_all(dir);
 }
 
