@@ -243,7 +243,6 @@ class Reader final : public TraceParts {
     bool has_ts = false, has_dur = false, dur_ok = true;
     std::string_view ph;
     uint32_t meta_name = 0;
-    std::string dims, types_joined;
     std::vector<std::string> dim_list, type_list;
     std::string grid, block, registers, shared, occupancy;
     std::string collective, msg_in, msg_out, msg_dtype, group;
@@ -357,9 +356,14 @@ class Reader final : public TraceParts {
     } else {
       r.dur = 0;
     }
-    bool old = false;
-    r.category = category_of(t_.strings[r.cat], old);
-    t_.old_names = t_.old_names || old;
+    // Each category's name is matched once, then by its interned id.
+    if (r.cat >= category_of_.size()) category_of_.resize(t_.strings.size(), -1);
+    if (category_of_[r.cat] < 0) {
+      bool old = false;
+      category_of_[r.cat] = int16_t(category_of(t_.strings[r.cat], old));
+      t_.old_names = t_.old_names || old;
+    }
+    r.category = Category(category_of_[r.cat]);
     if (r.category == Category::none && t_.strings[r.name] == "[memory]") r.category = Category::cpu_instant;
     if (!dim_list.empty() || !type_list.empty()) {
       std::string s = "[";
@@ -418,6 +422,7 @@ class Reader final : public TraceParts {
 
   RawTrace& t_;
   od::parser parser_;
+  std::vector<int16_t> category_of_;  // by category string id; -1: not matched yet
   std::string_view last_cat_, last_pid_, last_tid_;
   uint32_t last_cat_id_ = 0, last_pid_id_ = 0, last_tid_id_ = 0;
 };
