@@ -100,6 +100,30 @@ TEST_F(CliImport, DiffOfTwoImportedTraces) {
   EXPECT_EQ(j["delta"]["self_device_total_ns"], 12000);
 }
 
+TEST_F(CliImport, PeakFlagsGiveTheRooflineOfAGpuTheTableDoesNotKnow) {
+  json ev = json::array();
+  ev.push_back(x_event("cpu_op", "aten::copy_", 1, 1, 0, 20, {{"External id", 1}}));
+  ev.push_back(x_event("cuda_runtime", "cudaMemcpyAsync", 1, 1, 2, 4, {{"correlation", 3}, {"External id", 1}}));
+  ev.push_back(x_event("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, 8, 10, {{"correlation", 3}, {"bytes", 1000000}}));
+  json gpu = {{"id", 0}, {"name", "Prototype GPU X"}};
+  std::string trace = dir.write("x.json", json{{"traceEvents", ev}, {"deviceProperties", {gpu}}});
+  CliResult plain = run_opscope({"table", trace});
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  EXPECT_EQ(plain.out.find("% Roofline"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("100.00"), std::string::npos) << plain.out;  // 1 MB in 10 µs: 100 GB/s
+  CliResult given = run_opscope({"table", trace, "--peak-gbps", "1000", "--peak-gflops", "5000"});
+  ASSERT_EQ(given.status, 0) << given.out;
+  EXPECT_NE(given.out.find("% Roofline"), std::string::npos) << given.out;
+  EXPECT_NE(given.out.find("10.0%"), std::string::npos) << given.out;
+  // The same flags on import are kept in the profile.
+  ASSERT_EQ(run_opscope({"import", trace, "--out", dir.file("p"), "--peak-gbps", "1000", "--peak-gflops", "5000"}).status, 0);
+  CliResult saved = run_opscope({"table", dir.file("p")});
+  EXPECT_NE(saved.out.find("10.0%"), std::string::npos) << saved.out;
+  CliResult bad = run_opscope({"table", trace, "--peak-gbps", "-3"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("[--peak-gbps] -3 is not a bandwidth"), std::string::npos) << bad.out;
+}
+
 TEST_F(CliImport, AdviseRunsOnAnImportedTrace) {
   // Today's advisor knows opscope's op names (add, mul), not aten's: it runs and finds
   // no fusable sequence in a torch trace.

@@ -35,8 +35,7 @@ std::string stem_of(const std::string& path) {
 }
 
 void run_import(const ImportArgs& a) {
-  if (!(a.options.peak_gbps >= 0)) fail("--peak-gbps", "{} is not a bandwidth in GB/s (>= 0)", a.options.peak_gbps);
-  if (!(a.options.peak_gflops >= 0)) fail("--peak-gflops", "{} is not a rate in GFLOP/s (>= 0)", a.options.peak_gflops);
+  check_peak_flags(a.options.peak_gbps, a.options.peak_gflops);
   importer::ImportResult r = importer::import_traces(a.traces, a.options);
   std::string out = a.out.empty() ? (std::filesystem::path("opscope-profile") / stem_of(a.traces.front())).string() : a.out;
   prof::export_profile(r.trace, out);

@@ -1,6 +1,6 @@
 // opscope table DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--group-by-stack N]
 //                   [--time-unit U]
-//                   [--by-rank]
+//                   [--by-rank] [--peak-gbps X] [--peak-gflops Y]
 // prints the key_averages table of a saved profile (or of a torch.profiler trace), as it was printed when profiled, and
 // each device's memory peak when the profile recorded the allocator.
 #include <CLI/CLI.hpp>
@@ -26,6 +26,7 @@ struct TableArgs {
   int group_by_stack = 0;
   std::string time_unit;
   bool by_rank = false;
+  double peak_gbps = 0, peak_gflops = 0;
 };
 
 }  // namespace
@@ -40,6 +41,8 @@ void add_table_command(CLI::App& app) {
   cmd->add_flag("--group-by-shape", args->group_by_shape, "One row per op and input shapes");
   cmd->add_option("--group-by-stack", args->group_by_stack, "Rows per op call site too (N >= 1)");
   cmd->add_option("--time-unit", args->time_unit, "s, ms, us or ns (default: each value in its own unit)");
+  cmd->add_option("--peak-gbps", args->peak_gbps, "Memory bandwidth for the roofline, GB/s (instead of the profile's)");
+  cmd->add_option("--peak-gflops", args->peak_gflops, "Compute peak for the roofline, GFLOP/s (instead of the profile's)");
   cmd->add_flag("--by-rank", args->by_rank,
                 "Profiles imported from several ranks: each rank's time per op and kernel, and the slowest rank");
   cmd->callback([args] {
@@ -47,7 +50,9 @@ void add_table_command(CLI::App& app) {
     prof::KeyAverages none;
     check_flag("--sort-by", [&] { none.sorted(args->sort_by); });
     check_flag("--time-unit", [&] { none.table("", 1, args->time_unit); });
+    check_peak_flags(args->peak_gbps, args->peak_gflops);
     prof::Trace trace = open_profile(args->dir);
+    importer::override_peaks(trace, args->peak_gbps, args->peak_gflops);
     if (args->by_rank) {
       std::fputs(importer::rank_table(trace).text(args->row_limit).c_str(), stdout);
       return;

@@ -45,19 +45,13 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
   return files;
 }
 
-std::string device_peaks(const std::string& gpu, const ImportOptions& o) {
+// The datasheet peaks of a GPU in gpu_peaks.h's table, as config JSON ("" if unknown).
+std::string datasheet_peaks(const std::string& gpu) {
   std::optional<GpuPeaks> known = gpu_peaks(gpu);
-  if (o.peak_gbps <= 0 && o.peak_gflops <= 0) {
-    if (!known) return "";
-    return peaks_json(*known, gpu,
-                      fmt::format("datasheet figures for {} (opscope's GPU table; --peak-gbps / --peak-gflops "
-                                  "override them)", known->model));
-  }
-  GpuPeaks p = known.value_or(GpuPeaks{});
-  if (o.peak_gbps > 0) p.memory_gbps = o.peak_gbps;
-  if (o.peak_gflops > 0) p.bf16_gflops = o.peak_gflops;
-  if (p.memory_gbps <= 0 || p.bf16_gflops <= 0) return "";  // one roof only: no roofline
-  return peaks_json(p, gpu, "given on the command line");
+  if (!known) return "";
+  return peaks_json(*known, gpu,
+                    fmt::format("datasheet figures for {} (opscope's GPU table; --peak-gbps / --peak-gflops "
+                                "override them)", known->model));
 }
 
 // Into (t0, kind) order, stably. Sorting small keys and moving each event once is
@@ -158,15 +152,32 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
   bool shapes = std::any_of(trace.events.begin(), trace.events.end(),
                             [](const prof::TraceEvent& e) { return e.kind == prof::EventKind::op && !e.shapes.empty(); });
   cfg["record_shapes"] = shapes;
-  std::string peaks = device_peaks(reports.front().gpu_name, options);
+  std::string peaks = datasheet_peaks(reports.front().gpu_name);
   if (!peaks.empty()) {
     auto p = nlohmann::ordered_json::parse(peaks);
     cfg["device_peaks"] = p;
     cfg["peak_gbps"] = p["copy_gbps"];
   }
   trace.config_json = cfg.dump();
+  override_peaks(trace, options.peak_gbps, options.peak_gflops);
   result.format = reports.front().format;
   return result;
+}
+
+void override_peaks(prof::Trace& trace, double gbps, double gflops) {
+  if (gbps <= 0 && gflops <= 0) return;
+  auto cfg = trace.config_json.empty() ? nlohmann::ordered_json::object()
+                                       : nlohmann::ordered_json::parse(trace.config_json, nullptr, false);
+  if (!cfg.is_object()) cfg = nlohmann::ordered_json::object();
+  nlohmann::ordered_json peaks = cfg.contains("device_peaks") && cfg["device_peaks"].is_object()
+                                     ? cfg["device_peaks"]
+                                     : nlohmann::ordered_json::object();
+  if (gbps > 0) peaks["copy_gbps"] = gbps;
+  if (gflops > 0) peaks["matmul_gflops"] = gflops;
+  peaks["method"] = "given on the command line (--peak-gbps / --peak-gflops)";
+  cfg["device_peaks"] = peaks;
+  if (peaks.contains("copy_gbps")) cfg["peak_gbps"] = peaks["copy_gbps"];
+  trace.config_json = cfg.dump();
 }
 
 bool is_trace_path(const std::string& path) {

@@ -33,6 +33,10 @@ struct ImportResult {
 // files with one rank; no trace file in a folder.
 ImportResult import_traces(const std::vector<std::string>& paths, const ImportOptions& options = {});
 
+// Replaces the roofline's peaks in the profile's config ("device_peaks", roofline.h):
+// memory bandwidth (GB/s) and compute (GFLOP/s), each only when > 0, keeping the other.
+void override_peaks(prof::Trace& trace, double gbps, double gflops);
+
 // Whether `path` is a trace to import (a .json / .json.gz file, or a folder of them with
 // no profile.db) rather than a saved opscope profile.
 bool is_trace_path(const std::string& path);
