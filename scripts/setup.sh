@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build ccache pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libopenblas-dev libcpp-httplib-dev zlib1g-dev
+  libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev)
 [ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium)
 missing=()

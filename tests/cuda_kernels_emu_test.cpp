@@ -223,8 +223,9 @@ using EmbeddingFn = int (*)(int, int, void*, const void*, const void*, long long
 using ReduceStridedFn = int (*)(int, void*, const float*, int, const int64_t*, const int64_t*, const int*, long long,
                                 unsigned);
 
-// The source tree, from this file's path: the kernels' headers are included from it.
-std::string src_dir() { return std::filesystem::path(__FILE__).parent_path().parent_path().string() + "/src"; }
+// The source tree the kernels' headers are included from, given by tests/CMakeLists.txt: __FILE__ is
+// relative when ccache rewrites paths under its base_dir, so it cannot locate the tree.
+std::string src_dir() { return OPSCOPE_TEST_SRC_DIR; }
 
 class CudaKernelsEmu : public ::testing::Test {
  protected:

@@ -176,6 +176,50 @@ TEST(ExplorerApi, AnswersEveryView) {
   EXPECT_NE(kernel["artifact"]["source"].get<std::string>().find("sqrtf"), std::string::npos);
 }
 
+TEST(ExplorerApi, ImportedTorchTraceShowsGpuStreamsAsDeviceLanes) {
+  // A torch.profiler trace opened directly: its GPU streams are device lanes, and a
+  // kernel's chain leads back to its launch and op.
+  json ev = json::array();
+  auto x = [&](const char* cat, const char* name, int pid, int tid, double ts, double dur, json args) {
+    ev.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", pid}, {"tid", tid}, {"ts", ts}, {"dur", dur},
+                  {"args", args}});
+  };
+  x("cpu_op", "aten::add", 1, 1, 0, 20, {{"External id", 1}});
+  x("cuda_runtime", "cudaLaunchKernel", 1, 1, 2, 5, {{"correlation", 9}, {"External id", 1}});
+  x("kernel", "add_kernel", 0, 7, 10, 4, {{"correlation", 9}});
+  x("cpu_op", "aten::mul", 1, 1, 30, 20, {{"External id", 2}});
+  x("cuda_runtime", "cudaLaunchKernel", 1, 1, 32, 5, {{"correlation", 10}, {"External id", 2}});
+  x("kernel", "mul_kernel", 0, 13, 40, 4, {{"correlation", 10}});
+  fs::path dir = temp_dir("imported");
+  std::string path = (dir / "run.pt.trace.json").string();
+  std::ofstream(path) << json{{"traceEvents", ev}, {"baseTimeNanoseconds", 1}}.dump();
+  ProfilePtr p = open_profile(path);
+  ASSERT_TRUE(p->error().empty()) << p->error();
+  ExplorerApi api({p});
+  ApiResponse r = api.get("/api/profiles/0/tracks", {});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  std::vector<std::string> device_lanes;
+  for (const auto& l : r.body["lanes"])
+    if (l["layer"] == "device") device_lanes.push_back(l["name"]);
+  EXPECT_EQ(device_lanes, (std::vector<std::string>{"cuda:0 stream 7", "cuda:0 stream 13"}));
+  const auto& evs = p->trace().events;
+  uint32_t kernel = 0;
+  while (evs[kernel].name != "mul_kernel") ++kernel;
+  Chain up = p->correlation().chain(kernel);
+  ASSERT_EQ(up.launches.size(), 1u);
+  EXPECT_EQ(evs[up.launches[0]].name, "cudaLaunchKernel");
+  ASSERT_EQ(up.ops.size(), 1u);
+  EXPECT_EQ(evs[up.ops[0]].name, "aten::mul");
+  // Every view answers for an imported profile.
+  for (const char* view : {"summary", "timeline", "range", "memory", "ops", "search"}) {
+    Params q = std::string(view) == "search" ? Params{{"q", "kernel"}} : Params{};
+    ApiResponse v = api.get(std::string("/api/profiles/0/") + view, q);
+    EXPECT_EQ(v.status, 200) << view << ": " << v.body.dump();
+  }
+  EXPECT_EQ(api.get("/api/profiles/0/search", {{"q", "kernel"}}).body["total"], 4);  // 2 launches, 2 kernels
+  fs::remove_all(dir);
+}
+
 TEST(ExplorerApi, MalformedQueriesAre400WithAMessage) {
   ExplorerApi api({rmsnorm("naive")});
   struct Case { std::string path; Params params; };

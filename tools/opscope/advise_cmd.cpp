@@ -10,7 +10,7 @@
 #include "opscope/advisor/advise.h"
 #include "opscope/advisor/verify.h"
 #include "opscope/core/error.h"
-#include "opscope/profiler/store.h"
+#include "open_profile.h"
 
 namespace opscope::cli {
 namespace {
@@ -26,7 +26,7 @@ struct AdviseArgs {
 void add_advise_command(CLI::App& app) {
   auto a = std::make_shared<AdviseArgs>();
   CLI::App* cmd = app.add_subcommand("advise", "Rank fusable op sequences in a profile by the device time fusing saves");
-  cmd->add_option("dir", a->dir, "Profile folder (with profile.db) or profile.db file")->required();
+  cmd->add_option("dir", a->dir, "Profile folder (with profile.db), profile.db file, or a torch.profiler trace (.json, .json.gz)")->required();
   cmd->add_option("--limit", a->limit, "Suggestions to print (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-ops", a->min_ops, "Shortest op sequence to suggest")->capture_default_str()->check(CLI::Range(2, 1000));
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
@@ -38,7 +38,7 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--reps", a->reps, "With --verify: alternated baseline/compiled runs per region (median)")
       ->capture_default_str()->check(CLI::Range(1, 50));
   cmd->callback([a] {
-    prof::Trace trace = prof::load_profile(a->dir);
+    prof::Trace trace = open_profile(a->dir);
     advisor::AdviseOptions o;
     o.min_ops = a->min_ops;
     advisor::Advice advice = advisor::advise(trace, o);

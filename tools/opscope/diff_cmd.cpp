@@ -11,7 +11,7 @@
 #include "opscope/core/error.h"
 #include "check_flag.h"
 #include "opscope/profiler/diff.h"
-#include "opscope/profiler/store.h"
+#include "open_profile.h"
 
 namespace opscope::cli {
 namespace {
@@ -37,8 +37,8 @@ void run_diff(const DiffArgs& args) {
   view.min_delta_ns = std::llround(args.min_delta_us * 1e3);
   check_flag("--sort-by", [&] { prof::ProfileDiff{}.select(view); });
 
-  prof::Trace a = prof::load_profile(args.a);
-  prof::Trace b = prof::load_profile(args.b);
+  prof::Trace a = open_profile(args.a);
+  prof::Trace b = open_profile(args.b);
   prof::DiffOptions options;
   options.group_by_input_shape = args.group_by_shape;
   options.a_label = args.a;

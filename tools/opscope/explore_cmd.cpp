@@ -9,7 +9,7 @@ void add_explore_command(CLI::App& app) {
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto opt = std::make_shared<explorer::ExploreOptions>();
   CLI::App* sub = app.add_subcommand("explore", "serve the explorer UI over saved profiles");
-  sub->add_option("dirs", *dirs, "profile folders")->required();
+  sub->add_option("dirs", *dirs, "profile folders, or torch.profiler traces (.json, .json.gz)")->required();
   CLI::Option* port = sub->add_option("--port", opt->port, "port (0: any free port; default: 8642 or the next free one)")
                           ->capture_default_str()
                           ->check(CLI::Range(0, 65535));

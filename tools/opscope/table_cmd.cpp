@@ -1,6 +1,6 @@
 // opscope table DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--group-by-stack N]
-//                   [--time-unit U] [--columns a,b,c] [--wide]
-// prints the key_averages table of a saved profile, as it was printed when profiled, and
+//                   [--time-unit U] [--columns a,b,c] [--wide] [--by-rank]
+// prints the key_averages table of a saved profile (or of a torch.profiler trace), as it was printed when profiled, and
 // each device's memory peak when the profile recorded the allocator.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -12,7 +12,8 @@
 #include "table_flags.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/memory.h"
-#include "opscope/profiler/store.h"
+#include "open_profile.h"
+#include "opscope/importer/ranks.h"
 
 namespace opscope::cli {
 namespace {
@@ -24,6 +25,7 @@ struct TableArgs {
   bool group_by_shape = false;
   int group_by_stack = 0;
   std::string time_unit;
+  bool by_rank = false;
   TableFlags table;
 };
 
@@ -32,13 +34,15 @@ struct TableArgs {
 void add_table_command(CLI::App& app) {
   auto args = std::make_shared<TableArgs>();
   CLI::App* cmd = app.add_subcommand("table", "Print the key_averages table of a saved profile");
-  cmd->add_option("dir", args->dir, "Profile folder (with profile.db) or profile.db file")->required();
+  cmd->add_option("dir", args->dir, "Profile folder (with profile.db), profile.db file, or a torch.profiler trace (.json, .json.gz)")->required();
   cmd->add_option("--sort-by", args->sort_by, "Sort key: " + prof::sort_key_names() + " (or torch's cuda_*/cpu_* spellings)")
       ->capture_default_str();
   cmd->add_option("--row-limit", args->row_limit, "Rows to print (0: all)")->capture_default_str();
   cmd->add_flag("--group-by-shape", args->group_by_shape, "One row per op and input shapes");
   cmd->add_option("--group-by-stack", args->group_by_stack, "Rows per op call site too (N >= 1)");
   cmd->add_option("--time-unit", args->time_unit, "s, ms, us or ns (default: each value in its own unit)");
+  cmd->add_flag("--by-rank", args->by_rank,
+                "Profiles imported from several ranks: each rank's time per op and kernel, and the slowest rank");
   args->table.add_to(cmd);
   cmd->callback([args] {
     // The flags first: a typo should not wait for a large profile to load.
@@ -46,7 +50,11 @@ void add_table_command(CLI::App& app) {
     check_flag("--sort-by", [&] { none.sorted(args->sort_by); });
     check_flag("--time-unit", [&] { none.table("", 1, args->time_unit); });
     prof::TableLayout layout = args->table.layout();
-    prof::Trace trace = prof::load_profile(args->dir);
+    prof::Trace trace = open_profile(args->dir);
+    if (args->by_rank) {
+      std::fputs(importer::rank_table(trace).text(args->row_limit).c_str(), stdout);
+      return;
+    }
     prof::KeyAverages averages = prof::key_averages(trace, args->group_by_shape, args->group_by_stack);
     std::string table = averages.table(args->sort_by, args->row_limit, args->time_unit, layout);
     std::fputs(table.c_str(), stdout);

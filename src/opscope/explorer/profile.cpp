@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "opscope/importer/import.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::explorer {
@@ -60,7 +61,7 @@ ProfilePtr open_profile(const std::string& path) {
   if (label == prof::kProfileDbFile) label = p.parent_path().filename().string();
   if (label.empty()) label = path;
   try {
-    return std::make_shared<Profile>(label, path, prof::load_profile(path));
+    return std::make_shared<Profile>(label, path, importer::load_profile_or_trace(path));
   } catch (const std::exception& e) {
     return Profile::failed(label, path, e.what());
   }

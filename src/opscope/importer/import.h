@@ -1,0 +1,49 @@
+// Importing torch.profiler traces (Kineto's trace.json, `*.pt.trace.json.gz`, or the
+// legacy bare array) as opscope profiles: one file, or several ranks of one run merged
+// into one profile with each rank's threads and GPUs under "rank R", on one timeline
+// (the hosts' Unix-epoch clocks; no skew between hosts is corrected).
+//
+// The profile's config records where it came from:
+//   "imported_from": {"files": [...], "format": "kineto-2024" | "kineto-2022" |
+//                     "kineto-2021" | "legacy-array", "launch_rule": ..., "ranks": [...],
+//                     "track_ranks": [...], "warnings": [...]}
+// and, for a GPU in gpu_peaks.h's table (or peaks given), "device_peaks".
+#pragma once
+#include <string>
+#include <vector>
+
+#include "opscope/profiler/trace.h"
+
+namespace opscope::importer {
+
+struct ImportOptions {
+  // Roofline peaks instead of the datasheet table's (0: from the table, by GPU name).
+  double peak_gbps = 0, peak_gflops = 0;
+};
+
+struct ImportResult {
+  prof::Trace trace;
+  std::string format;                 // of the first file ("kineto-2024", ...)
+  std::vector<std::string> warnings;  // "<file>: 3 events with no ts skipped (first: event 17)"
+};
+
+// `paths`: trace files, or folders of per-rank trace files (every *.json / *.json.gz
+// in it, sorted). More than one file: one rank each (distributedInfo's rank, else the
+// files' order). Errors "[import] <file>: ..." (trace_file.h, kineto_reader.h); two
+// files with one rank; no trace file in a folder.
+ImportResult import_traces(const std::vector<std::string>& paths, const ImportOptions& options = {});
+
+// Replaces the roofline's peaks in the profile's config ("device_peaks", roofline.h):
+// memory bandwidth (GB/s) and compute (GFLOP/s), each only when > 0, keeping the other.
+void override_peaks(prof::Trace& trace, double gbps, double gflops);
+
+// Whether `path` is a trace to import (a .json / .json.gz file, or a folder of them with
+// no profile.db) rather than a saved opscope profile.
+bool is_trace_path(const std::string& path);
+
+// What `opscope table|explore|diff|advise` open: a saved profile (folder or profile.db,
+// prof::load_profile) or a trace / folder of traces, imported in memory. Import warnings
+// go to `warnings` when given.
+prof::Trace load_profile_or_trace(const std::string& path, std::vector<std::string>* warnings = nullptr);
+
+}  // namespace opscope::importer
