@@ -33,11 +33,11 @@ int64_t blocks(int64_t n) { return (n + kElemBlock - 1) / kElemBlock; }
 void launch_copy(const Tensor& dst, const Tensor& src) {
   int64_t n = dst.numel();
   Shape shape = src.shape();
-  std::array<Strides, 2> strides{contiguous_strides(shape), src.strides()};
+  std::array<Strides, 2> strides{dst.strides(), src.strides()};
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
   DType dt = dst.dtype(), st = src.dtype();
-  bool flat = src.is_contiguous() && dt == st;
+  bool flat = src.is_contiguous() && dst.is_contiguous() && dt == st;
   LaunchSpec spec;
   spec.name = dt == st ? fmt::format("copy_{}", dtype_name(dt)) : fmt::format("cast_{}_{}", dtype_name(st), dtype_name(dt));
   spec.work = blocks(n);
