@@ -57,11 +57,13 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
         for_each_run<2>(shape, strides, lo, hi, [&](auto off, auto inner, int64_t count) {
           To* o = out + off[0];
           const From* x = in + off[1];
-          int64_t is = inner[1];
-          if (is == 1)
+          int64_t os = inner[0], is = inner[1];
+          if (os == 1 && is == 1)
             for (int64_t i = 0; i < count; ++i) o[i] = convert<To>(x[i]);
-          else
+          else if (os == 1)
             for (int64_t i = 0; i < count; ++i) o[i] = convert<To>(x[i * is]);
+          else  // a strided destination: a view being written in place
+            for (int64_t i = 0; i < count; ++i) o[i * os] = convert<To>(x[i * is]);
         });
       });
     });
