@@ -148,3 +148,13 @@ def test_torch_save_of_a_device_tensor_says_to_save_cpu(dev, tmp_path):
         torch.save(x, tmp_path / "x.pt")
     torch.save(x.cpu(), tmp_path / "x.pt")
     assert torch.equal(torch.load(tmp_path / "x.pt"), x.cpu())
+
+
+def test_out_of_memory_names_the_op_the_bytes_and_the_allocator_state(dev):
+    with pytest.raises(RuntimeError, match=r"\[aten::empty\] out of memory on privateuseone:0.*"
+                                           r"17592186044416 bytes.*allocator: \d+ bytes allocated"):
+        torch.empty(1 << 42, device=dev)
+    x = torch.ones(1 << 10, device=dev)
+    with pytest.raises(RuntimeError, match=r"\[aten::mul\] out of memory .*allocator: "):
+        x.expand(1 << 32, 1 << 10) * 2
+    assert torch.equal((x * 2).cpu(), torch.full((1 << 10,), 2.0))  # the device still works

@@ -54,3 +54,9 @@ using AtenScope = FrameworkOpScope;
 bool meta_mode();
 
 }  // namespace opscope::torch_bridge
+
+namespace opscope::torch_bridge {
+// Rethrows an out-of-memory error of the device as "[op] out of memory ... (allocator: ...)".
+[[noreturn]] void out_of_memory(const char* op, const std::string& what);
+bool is_out_of_memory(const std::string& what);
+}  // namespace opscope::torch_bridge

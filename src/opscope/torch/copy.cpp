@@ -31,6 +31,7 @@ void check_device(c10::optional<c10::Device> d) {
 at::Tensor empty(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype, c10::optional<at::Layout>,
                  c10::optional<at::Device> dev, c10::optional<bool>, c10::optional<at::MemoryFormat> memory_format) {
   check_device(dev);
+  AtenScope scope("aten::empty", {});  // names an out-of-memory error
   return at::detail::empty_generic(c10::asIntArrayRefSlow(size), allocator(), kDeviceKeys,
                                    dtype.value_or(at::get_default_dtype_as_scalartype()), memory_format);
 }
@@ -38,6 +39,7 @@ at::Tensor empty(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype, 
 at::Tensor empty_strided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride, c10::optional<at::ScalarType> dtype,
                          c10::optional<at::Layout>, c10::optional<at::Device> dev, c10::optional<bool>) {
   check_device(dev);
+  AtenScope scope("aten::empty_strided", {});
   return at::detail::empty_strided_generic(c10::asIntArrayRefSlow(size), c10::asIntArrayRefSlow(stride), allocator(),
                                            kDeviceKeys, dtype.value_or(at::get_default_dtype_as_scalartype()));
 }

@@ -27,7 +27,14 @@ void delete_storage(void* ctx) { delete static_cast<std::shared_ptr<Storage>*>(c
 struct OpscopeAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t nbytes) const override {
     Device& dev = device(0);
-    auto* st = new std::shared_ptr<Storage>(std::make_shared<Storage>(dev, dev.allocator().allocate(nbytes)));
+    Block b;
+    try {
+      b = dev.allocator().allocate(nbytes);
+    } catch (const opscope::Error& e) {
+      const char* op = OpScope::current();
+      out_of_memory(op[0] ? op : "privateuseone", e.what());
+    }
+    auto* st = new std::shared_ptr<Storage>(std::make_shared<Storage>(dev, b));
     void* p = (*st)->block.ptr;
     return {p, st, &delete_storage, c10::Device(c10::DeviceType::PrivateUse1, 0)};
   }
@@ -148,6 +155,14 @@ at::Tensor to_device_copy(const at::Tensor& cpu, int64_t device_index) {
 void two_devices(const char* op, const at::Tensor& a, const at::Tensor& b) {
   fail(op, "Expected all tensors to be on the same device, but found at least two devices, {} and {}!", a.device().str(),
        b.device().str());
+}
+
+bool is_out_of_memory(const std::string& what) { return what.find("out of memory") != std::string::npos; }
+
+void out_of_memory(const char* op, const std::string& what) {
+  AllocatorStats st = device(0).allocator().stats();
+  fail(op, "out of memory on privateuseone:0: {} (allocator: {} bytes allocated, {} reserved, peak {}); free "
+       "tensors, call opscope.empty_cache() or use smaller shapes", what, st.allocated, st.reserved, st.peak_allocated);
 }
 
 bool meta_mode() { return c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Meta); }

@@ -182,4 +182,9 @@ void cpu_fallback(const c10::OperatorHandle& op, Stack* stack) {
 
 void Call::fall_back() const { cpu_fallback(op_, stack_); }
 
+void Call::refused(const opscope::Error& e) const {
+  if (is_out_of_memory(e.what())) out_of_memory(name(), e.what());
+  fall_back();
+}
+
 }  // namespace opscope::torch_bridge

@@ -39,6 +39,10 @@ class Call {
   }
   // Hands the call to torch's CPU kernel (fallback.cpp) or, under fake tracing, to Meta.
   void fall_back() const;
+  // opscope refused the call (`e`): out of memory is rethrown naming the aten op and the
+  // allocator's state; anything else (a dtype, a shape) goes to torch's CPU kernel, which
+  // decides and names any error.
+  void refused(const opscope::Error& e) const;
   const c10::OperatorHandle& op() const { return op_; }
   Stack* stack() const { return stack_; }
 
@@ -62,8 +66,8 @@ void run_unary(Call& c, Fn&& fn) {
     AtenScope scope(c.name(), {&x});
     Tensor r = fn(x);
     c.ret(deliver(F, r, F == Form::out ? c.out() : self, c.name()));
-  } catch (const opscope::Error&) {
-    c.fall_back();
+  } catch (const opscope::Error& e) {
+    c.refused(e);
   }
 }
 

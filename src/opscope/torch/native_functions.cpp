@@ -114,6 +114,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("embedding", boxed<embedding_kernel>());
   m.impl("cat", boxed<cat_kernel<F::functional>>());
   m.impl("cat.out", boxed<cat_kernel<F::out>>());
+
+  // ---- torch's CPU kernel, explicitly: these have defaults that throw for a new backend
+  // (convolution_overrideable) where the fallback would otherwise catch them ----
+  m.impl("convolution", boxed<cpu_fallback>());
+  m.impl("convolution_overrideable", boxed<cpu_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(boxed<cpu_fallback>()); }

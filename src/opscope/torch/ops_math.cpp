@@ -129,8 +129,8 @@ void binary_kernel(const c10::OperatorHandle& op, Stack* s) {
       r = apply(B, as_dtype(x, *dt), yy);
     }
     c.ret(deliver(F, r, F == Form::out ? c.out() : c.tensor(0), c.name()));
-  } catch (const opscope::Error&) {
-    c.fall_back();  // a dtype or shape opscope refuses: torch's kernel decides (and names the error)
+  } catch (const opscope::Error& e) {
+    c.refused(e);
   }
 }
 

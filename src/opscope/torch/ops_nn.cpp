@@ -30,8 +30,8 @@ void mm_kernel(const c10::OperatorHandle& op, Stack* s) {
     Tensor x = from_torch(a, c.name()), y = from_torch(b, c.name());
     AtenScope scope(c.name(), {&x, &y});
     c.ret(deliver(F, matmul(x, y), F == Form::out ? c.out() : a, c.name()));
-  } catch (const opscope::Error&) {
-    c.fall_back();
+  } catch (const opscope::Error& e) {
+    c.refused(e);
   }
 }
 
@@ -53,8 +53,8 @@ void addmm_kernel(const c10::OperatorHandle& op, Stack* s) {
     if (alpha != 1.0) r = mul(r, alpha);
     if (beta != 0.0) r = add(r, beta == 1.0 ? z : mul(z, beta));
     c.ret(deliver(F, r, F == Form::out ? c.out() : a, c.name()));
-  } catch (const opscope::Error&) {
-    c.fall_back();
+  } catch (const opscope::Error& e) {
+    c.refused(e);
   }
 }
 
@@ -92,8 +92,8 @@ void cat_kernel(const c10::OperatorHandle& op, Stack* s) {
     for (Tensor& x : xs) x = as_dtype(x, *dt);
     c.ret(deliver(F, xs.size() == 1 ? xs[0].clone() : concat(xs, c.arg(1).toInt()),
                   F == Form::out ? c.out() : ts[0], c.name()));
-  } catch (const opscope::Error&) {
-    c.fall_back();
+  } catch (const opscope::Error& e) {
+    c.refused(e);
   }
 }
 
@@ -135,8 +135,8 @@ void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
       rstd_t = at::empty({0}, input.options().dtype(at::kFloat));
     }
     c.ret_tuple(to_torch(y), std::move(mean_t), std::move(rstd_t));
-  } catch (const opscope::Error&) {
-    c.fall_back();
+  } catch (const opscope::Error& e) {
+    c.refused(e);
   }
 }
 
@@ -151,8 +151,8 @@ void embedding_kernel(const c10::OperatorHandle& op, Stack* s) {
     Tensor x = from_torch(w, c.name()), i = from_torch(idx, c.name());
     AtenScope scope(c.name(), {&x, &i});
     c.ret(to_torch(embedding(x, i)));
-  } catch (const opscope::Error&) {
-    c.fall_back();
+  } catch (const opscope::Error& e) {
+    c.refused(e);
   }
 }
 
