@@ -15,11 +15,11 @@ def test_profile_links_aten_ops_to_their_launches_and_kernels(dev):
         return (z + 1).cpu()
 
     events = opscope._C._profile_events(program)
-    ops = {eid: name for kind, name, eid, parent in events if kind == "op"}
+    ops = {eid: name for kind, name, eid, parent, *_ in events if kind == "op"}
     mul_ids = [eid for eid, name in ops.items() if name == "aten::mul"]
     assert len(mul_ids) == 1, ops
-    launches = [(name, parent) for kind, name, _, parent in events if kind == "launch"]
-    kernels = [(name, parent) for kind, name, _, parent in events if kind == "kernel"]
+    launches = [(name, parent) for kind, name, _, parent, *_ in events if kind == "launch"]
+    kernels = [(name, parent) for kind, name, _, parent, *_ in events if kind == "kernel"]
     assert ("mul_f32", mul_ids[0]) in launches
     assert ("mul_f32", mul_ids[0]) in kernels
     # No nested opscope op inside the aten op: its kernels' innermost op is aten::mul itself.
@@ -28,7 +28,7 @@ def test_profile_links_aten_ops_to_their_launches_and_kernels(dev):
     cumsum = [eid for eid, name in ops.items() if name == "aten::cumsum"]
     assert cumsum, ops
     assert any(kind == "range" and name == "opscope::cpu_fallback" and parent == cumsum[0]
-               for kind, name, _, parent in events)
+               for kind, name, _, parent, *_ in events)
 
 
 def test_fake_mode_tracing_touches_no_device_memory(dev):

@@ -4,6 +4,7 @@
 // counted and timed (fallback_report), warned about once per op, shown in the profile as
 // the aten op with a nested range "opscope::cpu_fallback", and an error under OPSCOPE_STRICT=1.
 #include <c10/util/Exception.h>
+#include <omp.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -41,6 +42,26 @@ std::string dtypes_of(const Stack& s, size_t base, size_t n) {
       r += (r.empty() ? "" : ", ") + std::string(c10::toString(s[i].toTensor().scalar_type()));
   return r;
 }
+
+// Runs torch's CPU kernel on the calling thread alone: torch's OpenMP workers spin-wait
+// after each parallel region and starve the device's cores, which share the CPUs
+// (resnet18's fallen-back convolutions ran 6x slower with 2 torch threads on 2 CPUs).
+// omp_set_num_threads, not at::set_num_threads (which rebuilds torch's thread pools): it
+// sets this thread's OpenMP team size, which torch's parallel_for reads.
+class SingleThreaded {
+ public:
+  SingleThreaded() : prev_(omp_get_max_threads()) {
+    if (prev_ > 1) omp_set_num_threads(1);
+  }
+  ~SingleThreaded() {
+    if (prev_ > 1) omp_set_num_threads(prev_);
+  }
+  SingleThreaded(const SingleThreaded&) = delete;
+  SingleThreaded& operator=(const SingleThreaded&) = delete;
+
+ private:
+  int prev_;
+};
 
 // A device tensor's CPU alias; others unchanged.
 c10::IValue to_cpu(const c10::IValue& v) {
@@ -148,7 +169,10 @@ void cpu_fallback(const c10::OperatorHandle& op, Stack* stack) {
   std::vector<at::Tensor> cpu_outs;
   for (auto& [i, d] : outs) cpu_outs.push_back((*stack)[base + i].toTensor());
 
-  op.callBoxed(stack);
+  {
+    SingleThreaded one;
+    op.callBoxed(stack);
+  }
 
   size_t nret = schema.returns().size();
   for (size_t i = stack->size() - nret; i < stack->size(); ++i) {

@@ -36,8 +36,10 @@ py::dict memory_stats(int64_t index) {
   return d;
 }
 
-// Runs fn under an opscope profile of all layers; the events as (kind, name, id, parent).
-std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t>> profile_events(const py::function& fn) {
+// Runs fn under an opscope profile of all layers; the events as (kind, name, id, parent,
+// t0, t1) with times in ns. The profiler API proper is issue #15.
+std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t, int64_t, int64_t>> profile_events(
+    const py::function& fn) {
   prof::Profiler p;
   p.start();
   try {
@@ -47,8 +49,8 @@ std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t>> profile_ev
     throw;
   }
   p.stop();
-  std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t>> out;
-  for (const prof::TraceEvent& e : p.trace().events) out.emplace_back(prof::kind_name(e.kind), e.name, e.id, e.parent);
+  std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t, int64_t, int64_t>> out;
+  for (const prof::TraceEvent& e : p.trace().events) out.emplace_back(prof::kind_name(e.kind), e.name, e.id, e.parent, e.t0, e.t1);
   return out;
 }
 }  // namespace

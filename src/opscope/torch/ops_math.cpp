@@ -18,17 +18,38 @@ struct Operand {
   bool is_number = false;
 };
 
+// The value of a 0-dim CPU tensor, read directly: item() is a dispatcher call of its own.
+double cpu_scalar_value(const at::Tensor& t) {
+  const void* p = t.data_ptr();
+  switch (t.scalar_type()) {
+    case at::kDouble: return *static_cast<const double*>(p);
+    case at::kFloat: return *static_cast<const float*>(p);
+    case at::kLong: return double(*static_cast<const int64_t*>(p));
+    case at::kInt: return *static_cast<const int32_t*>(p);
+    case at::kBool: return *static_cast<const bool*>(p);
+    default: return t.item().toDouble();
+  }
+}
+
 Operand operand(const c10::IValue& v) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
-    if (is_cpu_scalar(t)) return {t, t.item().toDouble(), true};
+    if (is_cpu_scalar(t)) return {t, cpu_scalar_value(t), true};
     return {t, 0, false};
   }
   return {at::Tensor(), v.toScalar().toDouble(), true};
 }
 
 at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b) {
-  if (b.isTensor()) return at::result_type(a.toTensor(), b.toTensor());
+  if (b.isTensor()) {
+    const at::Tensor &x = a.toTensor(), &y = b.toTensor();
+    // Two dimensioned tensors of one dtype (the common case): that dtype, without
+    // at::result_type's full promotion walk.
+    if (x.scalar_type() == y.scalar_type() && !x.unsafeGetTensorImpl()->is_wrapped_number() &&
+        !y.unsafeGetTensorImpl()->is_wrapped_number())
+      return x.scalar_type();
+    return at::result_type(x, y);
+  }
   return at::result_type(a.toTensor(), b.toScalar());
 }
 
