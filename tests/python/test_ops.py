@@ -222,6 +222,20 @@ def test_copies_and_casts():
         assert torch.equal(got.cpu(), want)
 
 
+def test_arange_runs_natively():
+    dev = opscope.device()
+    opscope.reset_fallback_stats()
+    got = [torch.arange(7, device=dev), torch.arange(2, 11, 3, device=dev), torch.arange(0.5, 4.0, 0.25, device=dev),
+           torch.arange(5, 0, -1, device=dev), torch.arange(0, 10, dtype=torch.bfloat16, device=dev)]
+    want = [torch.arange(7), torch.arange(2, 11, 3), torch.arange(0.5, 4.0, 0.25), torch.arange(5, 0, -1),
+            torch.arange(0, 10, dtype=torch.bfloat16)]
+    assert fallbacks() == {}
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g.cpu(), w)
+    with pytest.raises(RuntimeError):
+        torch.arange(0, 5, -1, device=dev)  # torch's own error, through the fallback
+
+
 def test_fill_and_zero_through_views():
     dev = opscope.device()
     d = torch.ones(4, 4, device=dev)

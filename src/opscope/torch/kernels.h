@@ -82,6 +82,10 @@ enum class Unary : uint8_t { neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, si
 enum class Reduce : uint8_t { sum, mean, amax, amin };
 
 template <Binary B, Form F> void binary_kernel(const c10::OperatorHandle& op, Stack* s);
+// The unboxed fast path of add/sub/mul/div.Tensor (the tiny-op case: two device tensors of
+// one floating dtype, alpha 1); anything else goes through binary_kernel.
+template <Binary B, class Op, class... Alpha>
+at::Tensor binary_fast(const at::Tensor& a, const at::Tensor& b, const Alpha&... alpha);
 template <Unary U, Form F> void unary_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Reduce R, Form F> void reduce_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void argmax_kernel(const c10::OperatorHandle& op, Stack* s);
@@ -94,6 +98,7 @@ template <Form F> void cat_kernel(const c10::OperatorHandle& op, Stack* s);
 void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void embedding_kernel(const c10::OperatorHandle& op, Stack* s);
 void clone_kernel(const c10::OperatorHandle& op, Stack* s);
+void arange_kernel(const c10::OperatorHandle& op, Stack* s);
 void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void test_kernel(const c10::OperatorHandle& op, Stack* s);  // opscope::_test_kernel
 

@@ -3,6 +3,11 @@
 // the boxed CPU fallback (fallback.cpp), which counts and reports it.
 #include <torch/library.h>
 
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/sub_ops.h>
+
 #include "opscope/torch/factories.h"
 #include "opscope/torch/kernels.h"
 
@@ -42,16 +47,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Tensor", TORCH_FN(fill_tensor_));
   m.impl("zero_", TORCH_FN(zero_kernel));
   m.impl("clone", boxed<clone_kernel>());
+  m.impl("arange.start_out", boxed<arange_kernel>());
 
-  // ---- binary (ops_math.cpp); the .Scalar forms are composite and reach .Tensor ----
-#define OPSCOPE_BINARY(name, kind, out_name)                                      \
-  m.impl(name ".Tensor", boxed<binary_kernel<Binary::kind, F::functional>>()); \
-  m.impl(name "_.Tensor", boxed<binary_kernel<Binary::kind, F::inplace>>());   \
-  m.impl(name out_name, boxed<binary_kernel<Binary::kind, F::out>>());
-  OPSCOPE_BINARY("add", add, ".out")
-  OPSCOPE_BINARY("sub", sub, ".out")
-  OPSCOPE_BINARY("mul", mul, ".out")
-  OPSCOPE_BINARY("div", div, ".out")
+  // ---- binary (ops_math.cpp); the .Scalar forms are composite and reach .Tensor, whose
+  // functional form has an unboxed fast path ----
+#define OPSCOPE_BINARY(kind, ...)                                                            \
+  m.impl(#kind ".Tensor", TORCH_FN((binary_fast<Binary::kind, at::_ops::kind##_Tensor, ##__VA_ARGS__>))); \
+  m.impl(#kind "_.Tensor", boxed<binary_kernel<Binary::kind, F::inplace>>());                          \
+  m.impl(#kind ".out", boxed<binary_kernel<Binary::kind, F::out>>());
+  OPSCOPE_BINARY(add, at::Scalar)
+  OPSCOPE_BINARY(sub, at::Scalar)
+  OPSCOPE_BINARY(mul)
+  OPSCOPE_BINARY(div)
 #undef OPSCOPE_BINARY
   m.impl("pow.Tensor_Tensor", boxed<binary_kernel<Binary::pow, F::functional>>());
   m.impl("pow_.Tensor", boxed<binary_kernel<Binary::pow, F::inplace>>());

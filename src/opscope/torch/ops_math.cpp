@@ -1,6 +1,11 @@
 // Elementwise ops and reductions: aten's add/sub/mul/div/pow/maximum/minimum, the unary
 // math and activations, sum/mean/amax/amin/argmax/var, on opscope's kernels.
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/sub_ops.h>
 
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
@@ -165,6 +170,34 @@ void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
   run_unary<F>(c, [](const Tensor& x) { return apply(U, x); });
 }
 
+template <Binary B, class Op, class... Alpha>
+at::Tensor binary_fast(const at::Tensor& a, const at::Tensor& b, const Alpha&... alpha) {
+  at::ScalarType st = a.scalar_type();
+  bool floating_a = on_device(a) && a.dim() <= kMaxDims && (st == at::kFloat || st == at::kBFloat16 || st == at::kHalf);
+  // A floating tensor keeps its dtype with a tensor of that dtype or a 0-dim CPU number.
+  bool same = on_device(b) && b.scalar_type() == st && b.dim() <= kMaxDims;
+  bool number = is_cpu_scalar(b) && !b.is_complex();
+  if (floating_a && (same || number) && ((alpha.equal(1)) && ...) && !meta_mode()) {
+    try {
+      Tensor x = from_torch(a, Op::name);
+      if (number) {
+        AtenScope scope(Op::name, {&x});
+        return to_torch(apply(B, x, cpu_scalar_value(b)));
+      }
+      Tensor y = from_torch(b, Op::name);
+      AtenScope scope(Op::name, {&x, &y});
+      return to_torch(apply(B, x, y));
+    } catch (const opscope::Error& e) {
+      if (is_out_of_memory(e.what())) out_of_memory(Op::name, e.what());
+    }
+  }
+  // Everything else: the general boxed kernel (which may fall back to torch's CPU kernel).
+  static const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+  return c10::impl::BoxedKernelWrapper<typename Op::schema>::call(
+      c10::BoxedKernel::makeFromFunction<&binary_kernel<B, Form::functional>>(), handle, c10::DispatchKeySet(), a, b,
+      alpha...);
+}
+
 // sum/mean(self, dtype?), sum/mean.dim(self, dim?, keepdim, dtype?), amax/amin(self, dim[], keepdim)
 template <Reduce R, Form F>
 void reduce_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -249,6 +282,12 @@ OPSCOPE_FORMS(reduce_kernel, Reduce::mean)
 OPSCOPE_FORMS(reduce_kernel, Reduce::amax)
 OPSCOPE_FORMS(reduce_kernel, Reduce::amin)
 #undef OPSCOPE_FORMS
+template at::Tensor binary_fast<Binary::add, at::_ops::add_Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                   const at::Scalar&);
+template at::Tensor binary_fast<Binary::sub, at::_ops::sub_Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                   const at::Scalar&);
+template at::Tensor binary_fast<Binary::mul, at::_ops::mul_Tensor>(const at::Tensor&, const at::Tensor&);
+template at::Tensor binary_fast<Binary::div, at::_ops::div_Tensor>(const at::Tensor&, const at::Tensor&);
 template void argmax_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void argmax_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 template void var_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);

@@ -7,7 +7,12 @@
 #include <stdexcept>
 #include <thread>
 
+#include <ATen/native/Resize.h>
+
+#include <cmath>
+
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/copy.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/runtime.h"
 #include "opscope/torch/kernels.h"
@@ -168,6 +173,27 @@ void clone_kernel(const c10::OperatorHandle& op, Stack* s) {
   Tensor x = from_torch(self, c.name());
   AtenScope scope(c.name(), {&x});
   c.ret(to_torch(x.clone()));
+}
+
+// arange.start_out(start, end, step, out): torch.arange(..., device=dev) lands here.
+void arange_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& out = c.out();
+  double start = c.number(0), end = c.number(1), step = c.number(2);
+  // Invalid ranges and layouts opscope does not fill: torch's kernel decides and names the error.
+  if (!has_kernels({&out}, false) || step == 0 || (end - start) * step < 0) return c.fall_back();
+  try {
+    AtenScope scope(c.name(), {});
+    auto n = int64_t(std::ceil((end - start) / step));
+    at::native::resize_output(out, {n});
+    if (!out.is_contiguous()) return c.fall_back();
+    Tensor o = from_torch(out, c.name());
+    if (n) cpu_kernels::launch_arange(o, start, step);
+    c.ret(out);
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
 }
 
 // opscope::rms_norm(x, weight, eps): the built-in fused kernel (one launch).
