@@ -16,6 +16,17 @@ def test_to_and_back_keeps_values_and_dtype(dev):
         assert torch.equal(y.cpu(), x)
 
 
+def test_copy_broadcasts_the_source(dev):
+    d = torch.zeros(3, 4, device=dev)
+    d.copy_(torch.arange(4.0))  # host to device, broadcast
+    assert torch.equal(d.cpu(), torch.arange(4.0).expand(3, 4))
+    e = torch.zeros(3, 4, device=dev)
+    e.copy_(d[1])  # device to device, broadcast
+    assert torch.equal(e.cpu(), torch.arange(4.0).expand(3, 4))
+    with pytest.raises(RuntimeError):
+        e.copy_(torch.ones(5))
+
+
 def test_factories_make_device_tensors(dev):
     assert torch.equal(torch.zeros(2, 3, device=dev).cpu(), torch.zeros(2, 3))
     assert torch.equal(torch.ones(4, dtype=torch.bfloat16, device=dev).cpu(), torch.ones(4, dtype=torch.bfloat16))

@@ -1,5 +1,10 @@
 """What other layers see of a torch program: opscope's profile names each kernel's
 framework op by its aten op, and fake-mode tracing touches no device memory."""
+import json
+import os
+import subprocess
+import sys
+
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -45,3 +50,17 @@ def test_fake_mode_tracing_touches_no_device_memory(dev):
     code = g.code
     assert "aten.mul.Tensor" in code and "aten._softmax" in code and "aten.cumsum" in code
     torch.testing.assert_close(g(x, w).cpu(), f(x.cpu(), w.cpu()))
+
+
+def test_opscope_profile_env_writes_a_profile_of_a_torch_program(tmp_path):
+    code = ("import torch, opscope\n"
+            "d = torch.randn(64, 64).to(opscope.device())\n"
+            "print((d * d + 1).sum().item())\n")
+    env = dict(os.environ, OPSCOPE_PROFILE="1", OPSCOPE_PROFILE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    names = {e.get("name") for e in trace["traceEvents"]}
+    assert {"aten::mul", "aten::add", "aten::sum", "mul_f32", "aten::copy_"} <= names, sorted(n for n in names if n)
+    assert (tmp_path / "profile.db").exists()

@@ -50,8 +50,9 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 
 // Device ↔ host copies synchronize, as a pageable cudaMemcpy does; device → device copies
 // (casts included) are one launch.
-at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
-  TORCH_CHECK(self.sizes() == dst.sizes(), "[aten::_copy_from] sizes ", self.sizes(), " and ", dst.sizes(), " differ");
+at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool /*non_blocking*/) {
+  // copy_ hands over src unbroadcast: expand it (torch's own error if it cannot).
+  at::Tensor self = src.sizes() == dst.sizes() ? src : src.expand_as(dst);
   if (self.numel() == 0) return dst;
   if (on_device(self) && on_device(dst) && has_kernels({&self, &dst}, false)) {
     AtenScope scope("aten::copy_", {});
@@ -60,6 +61,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   }
   // A host copy: wait for the device (also for launches still reading dst), then copy the
   // memory as CPU tensors.
+  AtenScope scope("aten::copy_", {});
   device(0).synchronize();
   at::Tensor s = on_device(self) ? cpu_alias(self) : self;
   at::Tensor d = on_device(dst) ? cpu_alias(dst) : dst;

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "opscope/core/error.h"
+#include "opscope/profiler/auto_profile.h"
 #include "opscope/profiler/session.h"
+#include "opscope/profiler/store.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/stream.h"
 #include "opscope/torch/fallback.h"
@@ -100,4 +102,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_profile_events", &profile_events);
 
   py::register_exception<opscope::Error>(m, "Error", PyExc_RuntimeError);
+  // OPSCOPE_PROFILE=1 python ...: the whole run's profile (trace.json + profile.db) goes to
+  // OPSCOPE_PROFILE_DIR at exit, as for a C++ program linked with the exporters.
+  prof::set_default_exporter([](const prof::Trace& t, const std::string& dir) { prof::export_profile(t, dir); });
 }
