@@ -55,7 +55,7 @@ def main():
     warnings.simplefilter("ignore")
     torch.set_grad_enabled(False)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads; opscope device: "
-          f"{opscope._C.device_description(0)}")
+          f"{opscope._C.device_description(0)}; load average {os.getloadavg()[0]:.1f}")
 
     # 1. Tiny ops through torch's dispatcher.
     cpu_t = best_of(tiny_adds("cpu"), reps)
@@ -93,8 +93,9 @@ def main():
         fb_ms = sum(s["time_ms"] for s in stats.values()) / reps
         top = sorted(stats.items(), key=lambda kv: -kv[1]["time_ms"])[:3]
         where = ", ".join(f"{k} {v['time_ms'] / reps:.1f} ms" for k, v in top)
-        print(f"{name} 1x3x{size}x{size}: cpu {cpu_t * 1e3:.1f} ms, opscope {dev_t * 1e3:.1f} ms -> opscope/cpu time "
-              f"{dev_t / cpu_t:.2f}x; fallbacks {fb_ms:.1f} ms/forward ({fb_ms / (dev_t * 1e3) * 100:.0f}%): {where}")
+        print(f"{name} 1x3x{size}x{size}: cpu {cpu_t * 1e3:.1f} ms, opscope {dev_t * 1e3:.1f} ms (best of {reps}) -> "
+              f"opscope/cpu time {dev_t / cpu_t:.2f}x; fallbacks (synchronize + torch CPU kernel) {fb_ms:.1f} ms "
+              f"per forward on average: {where}")
         m.cpu()
 
 

@@ -5,7 +5,10 @@ import torch
 
 from . import _C
 
-BACKEND = "privateuseone"  # torch 1.13 cannot rename it
+BACKEND = "privateuseone"  # torch 1.13 cannot rename it; a torch that can calls it "opscope"
+if hasattr(torch.utils, "rename_privateuse1_backend"):
+    torch.utils.rename_privateuse1_backend("opscope")
+    BACKEND = "opscope"
 
 
 def device_count():

@@ -1,6 +1,7 @@
 // What differs between the torch versions the bridge builds against, in one place.
-// Debian 12 ships torch 1.13: PrivateUse1 keeps its name (no rename_privateuse1_backend,
-// which torch 2.1 added) and has no per-backend hooks for generators or serialization.
+// Debian 12 ships torch 1.13: PrivateUse1 keeps the name "privateuseone" (torch 2.1's
+// rename_privateuse1_backend is used from Python where it exists: python/opscope/_device.py),
+// and SymInt schemas take c10::SymIntArrayRef (copy.cpp converts with asIntArrayRefSlow).
 #pragma once
 #include <torch/version.h>
 
@@ -9,8 +10,7 @@
 
 namespace opscope::torch_bridge {
 
-// The name torch gives the device: "privateuseone" until a torch that can rename it.
-inline constexpr bool kCanRenameBackend = OPSCOPE_TORCH_AT_LEAST(2, 1);
-inline constexpr const char* kBackendName = "privateuseone";
+// The device's name in torch's messages.
+inline constexpr const char* kBackendName = OPSCOPE_TORCH_AT_LEAST(2, 1) ? "opscope" : "privateuseone";
 
 }  // namespace opscope::torch_bridge

@@ -7,6 +7,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/torch/bridge.h"
+#include "opscope/torch/compat.h"
 
 namespace opscope::torch_bridge {
 
@@ -14,8 +15,8 @@ int device_count() { return 1; }
 
 Device& device(int64_t index) {
   if (index < 0 || index >= device_count())
-    fail("privateuseone", "device index {} is out of range: opscope has {} device(s), privateuseone:0 to {}", index,
-         device_count(), device_count() - 1);
+    fail(kBackendName, "device index {} is out of range: opscope has {} device(s), {}:0 to {}", index, device_count(),
+         kBackendName, device_count() - 1);
   return cpu();
 }
 
