@@ -169,3 +169,11 @@ def test_out_of_memory_names_the_op_the_bytes_and_the_allocator_state(dev):
     with pytest.raises(RuntimeError, match=r"\[aten::mul\] out of memory .*allocator: "):
         x.expand(1 << 32, 1 << 10) * 2
     assert torch.equal((x * 2).cpu(), torch.full((1 << 10,), 2.0))  # the device still works
+
+
+def test_an_out_of_range_embedding_index_is_a_kernel_error_at_sync(dev):
+    w = torch.randn(10, 4).to(dev)
+    y = torch.nn.functional.embedding(torch.tensor([1, 12]).to(dev), w)  # launched: no error yet
+    with pytest.raises(RuntimeError, match=r"\[embedding\] index 12 .* out of range for a weight of 10 rows"):
+        y.cpu()
+    assert torch.equal((w * 1).cpu(), w.cpu())

@@ -95,3 +95,13 @@ def test_kernel_errors_surface_at_a_fallback(dev):
     torch.ops.opscope._test_kernel(x, 0, True)
     with pytest.raises(RuntimeError, match=r"\[opscope::_test_kernel\]"):
         torch.cumsum(x, 0)  # the fallback synchronizes
+
+
+def test_an_option_opscope_lacks_falls_back(dev):
+    x = torch.randn(3, 40)
+    got = torch.nn.functional.gelu(x.to(dev), approximate="tanh")  # opscope's gelu is the erf form
+    torch.testing.assert_close(got.cpu(), torch.nn.functional.gelu(x, approximate="tanh"))
+    assert fallbacks()["aten::gelu"]["count"] == 1
+    exact = torch.nn.functional.gelu(x.to(dev))
+    torch.testing.assert_close(exact.cpu(), torch.nn.functional.gelu(x))
+    assert fallbacks()["aten::gelu"]["count"] == 1  # the erf form ran natively
