@@ -49,14 +49,12 @@ at::Tensor to_device_copy(const at::Tensor& cpu, int64_t device_index = 0);
 // inside it from opening nested ops of their own.
 using AtenScope = FrameworkOpScope;
 
-// Keeps a fallen-back (or Meta) call out of the native path: true when the thread runs
-// under FakeTensor / meta tracing (Meta in the thread-local include set).
+// True when the thread runs under FakeTensor / meta tracing (Meta in the thread-local
+// include set): the tensors have no data, so kernels hand the call to Meta.
 bool meta_mode();
 
-}  // namespace opscope::torch_bridge
-
-namespace opscope::torch_bridge {
 // Rethrows an out-of-memory error of the device as "[op] out of memory ... (allocator: ...)".
 [[noreturn]] void out_of_memory(const char* op, const std::string& what);
 bool is_out_of_memory(const std::string& what);
+
 }  // namespace opscope::torch_bridge
