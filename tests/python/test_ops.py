@@ -206,6 +206,33 @@ def test_softmax_layer_norm_embedding_cat(dtype):
     assert torch.equal(got.cpu(), want)
 
 
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_eval_runs_natively(affine):
+    bn = torch.nn.BatchNorm2d(5, affine=affine).eval()
+    with torch.no_grad():
+        bn.running_mean.copy_(torch.randn(5))
+        bn.running_var.copy_(torch.rand(5) + 0.5)
+        if affine:
+            bn.weight.copy_(torch.randn(5))
+            bn.bias.copy_(torch.randn(5))
+    params = [bn.running_mean, bn.running_var] + ([bn.weight.detach(), bn.bias.detach()] if affine else [None, None])
+    with torch.no_grad():
+        got, want = native(lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-5),
+                           rand(2, 5, 3, 4), *params)
+    assert_close(got, want)
+
+
+def test_batch_norm_training_falls_back_and_updates_the_running_stats(dev):
+    bn = torch.nn.BatchNorm1d(3).train()
+    x = rand(8, 3)
+    want = bn(x)
+    bd = torch.nn.BatchNorm1d(3).train().to(dev)
+    got = bd(x.to(dev))
+    assert_close(got.detach(), want.detach())
+    assert_close(bd.running_mean, bn.running_mean)
+    assert "aten::native_batch_norm" in fallbacks()
+
+
 def test_layer_norm_over_two_dims_and_without_affine():
     x = rand(4, 3, 5)
     with torch.no_grad():

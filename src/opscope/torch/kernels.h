@@ -96,6 +96,7 @@ template <Form F> void addmm_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void softmax_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void cat_kernel(const c10::OperatorHandle& op, Stack* s);
 void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s);
+void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void embedding_kernel(const c10::OperatorHandle& op, Stack* s);
 void clone_kernel(const c10::OperatorHandle& op, Stack* s);
 void arange_kernel(const c10::OperatorHandle& op, Stack* s);

@@ -145,6 +145,38 @@ void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum,
+// eps) in eval (the running statistics): y = x * scale + shift per channel (axis 1), with
+// scale and shift computed in f32 on C elements. Training updates statistics: fallback.
+void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& input = c.tensor(0);
+  c10::optional<at::Tensor> w = c.opt_tensor(1), b = c.opt_tensor(2), mean_o = c.opt_tensor(3), var_o = c.opt_tensor(4);
+  at::Tensor wt = w ? *w : at::Tensor(), bt = b ? *b : at::Tensor();
+  if (c.arg(5).toBool() || !mean_o || !var_o || input.dim() < 2) return c.fall_back();
+  const at::Tensor &mean_t = *mean_o, &var_t = *var_o;
+  if (!has_kernels({&input, &wt, &bt, &mean_t, &var_t})) return c.fall_back();
+  try {
+    Tensor x = from_torch(input, c.name());
+    AtenScope scope(c.name(), {&x});
+    int64_t C = x.shape()[1];
+    auto f32 = [&](const at::Tensor& t) { return as_dtype(from_torch(t, c.name()), DType::f32); };
+    Tensor scale = rsqrt(add(f32(var_t), c.arg(7).toDouble()));
+    if (wt.defined()) scale = mul(scale, f32(wt));
+    Tensor shift = neg(mul(f32(mean_t), scale));
+    if (bt.defined()) shift = add(shift, f32(bt));
+    Shape per_channel;
+    per_channel.push_back(C);
+    for (int i = 2; i < x.ndim(); ++i) per_channel.push_back(1);
+    Tensor y = add(mul(x, as_dtype(scale, x.dtype()).reshape(per_channel)), as_dtype(shift, x.dtype()).reshape(per_channel));
+    // Eval saves no statistics for backward, as torch's CPU kernel.
+    c.ret_tuple(to_torch(y), at::empty({0}, input.options()), at::empty({0}, input.options()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 void embedding_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
