@@ -27,6 +27,14 @@ def test_copy_broadcasts_the_source(dev):
         e.copy_(torch.ones(5))
 
 
+def test_copy_between_overlapping_views_is_refused_as_on_cpu(dev):
+    x = torch.arange(10.0).to(dev)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        x[1:].copy_(x[:-1])
+    x[1:].copy_(x[:-1].clone())
+    assert torch.equal(x.cpu(), torch.tensor([0.0, 0, 1, 2, 3, 4, 5, 6, 7, 8]))
+
+
 def test_factories_make_device_tensors(dev):
     assert torch.equal(torch.zeros(2, 3, device=dev).cpu(), torch.zeros(2, 3))
     assert torch.equal(torch.ones(4, dtype=torch.bfloat16, device=dev).cpu(), torch.ones(4, dtype=torch.bfloat16))

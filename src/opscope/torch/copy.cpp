@@ -1,6 +1,7 @@
 // Factories, copies and views of privateuseone tensors: what torch needs before any op
 // can run (empty, empty_strided, _copy_from, resize_, the view ops, item()).
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -54,6 +55,9 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool /*non_bl
   // copy_ hands over src unbroadcast: expand it (torch's own error if it cannot).
   at::Tensor self = src.sizes() == dst.sizes() ? src : src.expand_as(dst);
   if (self.numel() == 0) return dst;
+  // As torch's CPU copy_: the cores would read elements other cores have already written.
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, self);
   if (on_device(self) && on_device(dst) && has_kernels({&self, &dst}, false)) {
     AtenScope scope("aten::copy_", {});
     copy_into(from_torch(dst, "aten::copy_"), from_torch(self, "aten::copy_"));
