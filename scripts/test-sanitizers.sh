@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The C++ suite built and run under AddressSanitizer + UndefinedBehaviorSanitizer
-# (without the CUDA device: the CUDA runtime and ASan's shadow memory do not mix).
+# (without the CUDA device: the CUDA runtime and ASan's shadow memory do not mix; and
+# without the PyTorch device: ASan and a Python extension do not mix).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OPSCOPE_BUILD_DIR=build-asan scripts/setup.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPSCOPE_SANITIZE=ON \
-  -DOPSCOPE_BUILD_BENCH=OFF -DOPSCOPE_EXPLORER_UI=OFF -DOPSCOPE_CUDA=OFF
+  -DOPSCOPE_BUILD_BENCH=OFF -DOPSCOPE_EXPLORER_UI=OFF -DOPSCOPE_CUDA=OFF -DOPSCOPE_TORCH=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j 2

@@ -16,10 +16,15 @@ class OpScope {
   OpScope(const char* name, std::initializer_list<const Tensor*> inputs, void* ret)
       : OpScope(name, std::span<const Tensor* const>(inputs.begin(), inputs.size()), ret) {}
   OpScope(const char* name, std::span<const Tensor* const> inputs, void* ret) : prev_(t_op) {
+    if (t_outer) {  // inside a framework's op (the torch bridge's aten::add): it names the kernels
+      skip_ = true;
+      return;
+    }
     t_op = name;
     if (prof::layers() & prof::kFramework) id_ = prof::op_begin(name, inputs, ret);
   }
   ~OpScope() {
+    if (skip_) return;
     if (id_) prof::op_end(id_);
     t_op = prev_;
   }
@@ -30,9 +35,32 @@ class OpScope {
   static const char* current() { return t_op ? t_op : ""; }
 
  private:
+  friend class FrameworkOpScope;
   static inline thread_local const char* t_op = nullptr;
+  static inline thread_local bool t_outer = false;
   const char* prev_;
   uint64_t id_ = 0;
+  bool skip_ = false;
+};
+
+// The op of a framework above opscope (the torch bridge's "aten::mul"): the opscope ops
+// called inside it open no op of their own, so its launches, kernels and errors carry its
+// name and the profile shows one framework op per aten op. `name` must outlive it.
+class FrameworkOpScope {
+ public:
+  FrameworkOpScope(const char* name, std::span<const Tensor* const> inputs)
+      : scope_(name, inputs, __builtin_return_address(0)), prev_outer_(OpScope::t_outer) {
+    OpScope::t_outer = true;
+  }
+  FrameworkOpScope(const char* name, std::initializer_list<const Tensor*> inputs)
+      : FrameworkOpScope(name, std::span<const Tensor* const>(inputs.begin(), inputs.size())) {}
+  ~FrameworkOpScope() { OpScope::t_outer = prev_outer_; }
+  FrameworkOpScope(const FrameworkOpScope&) = delete;
+  FrameworkOpScope& operator=(const FrameworkOpScope&) = delete;
+
+ private:
+  OpScope scope_;
+  bool prev_outer_;
 };
 
 }  // namespace opscope

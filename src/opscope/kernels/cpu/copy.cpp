@@ -33,11 +33,11 @@ int64_t blocks(int64_t n) { return (n + kElemBlock - 1) / kElemBlock; }
 void launch_copy(const Tensor& dst, const Tensor& src) {
   int64_t n = dst.numel();
   Shape shape = src.shape();
-  std::array<Strides, 2> strides{contiguous_strides(shape), src.strides()};
+  std::array<Strides, 2> strides{dst.strides(), src.strides()};
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
   DType dt = dst.dtype(), st = src.dtype();
-  bool flat = src.is_contiguous() && dt == st;
+  bool flat = src.is_contiguous() && dst.is_contiguous() && dt == st;
   LaunchSpec spec;
   spec.name = dt == st ? fmt::format("copy_{}", dtype_name(dt)) : fmt::format("cast_{}_{}", dtype_name(st), dtype_name(dt));
   spec.work = blocks(n);
@@ -57,11 +57,13 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
         for_each_run<2>(shape, strides, lo, hi, [&](auto off, auto inner, int64_t count) {
           To* o = out + off[0];
           const From* x = in + off[1];
-          int64_t is = inner[1];
-          if (is == 1)
+          int64_t os = inner[0], is = inner[1];
+          if (os == 1 && is == 1)
             for (int64_t i = 0; i < count; ++i) o[i] = convert<To>(x[i]);
-          else
+          else if (os == 1)
             for (int64_t i = 0; i < count; ++i) o[i] = convert<To>(x[i * is]);
+          else  // a strided destination: a view being written in place
+            for (int64_t i = 0; i < count; ++i) o[i * os] = convert<To>(x[i * is]);
         });
       });
     });

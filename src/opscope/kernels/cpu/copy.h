@@ -8,8 +8,8 @@
 
 namespace opscope::cpu_kernels {
 
-// Queues a kernel that writes src's values (converted to dst's dtype) into the
-// contiguous tensor dst of the same shape.
+// Queues a kernel that writes src's values (converted to dst's dtype) into dst, a tensor
+// of the same shape with any (non-overlapping) strides: a view's writes reach its base.
 void launch_copy(const Tensor& dst, const Tensor& src);
 // Host → device: row-major values, converted to dst's dtype. The launch owns the host
 // buffer until it has run, so the caller's vector may go away at once.

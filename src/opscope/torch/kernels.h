@@ -1,0 +1,106 @@
+// The bridge's kernels for aten ops, as boxed functions (the dispatcher hands them the op
+// and its argument stack). Each reads torch's arguments, converts the tensors at the edge
+// (bridge.h), calls opscope's op inside the aten op's scope and writes the result back in
+// the call's form: a new tensor, self (in-place) or out. An input opscope cannot compute
+// (dtype, device mix, an option it lacks) goes to the CPU fallback instead.
+#pragma once
+#include <ATen/core/stack.h>
+
+#include "opscope/core/error.h"
+#include "opscope/torch/bridge.h"
+
+namespace opscope::torch_bridge {
+
+using Stack = torch::jit::Stack;
+using BoxedKernel = void(const c10::OperatorHandle& op, Stack* stack);
+
+// The three forms torch's composite rules reach: add, add_, add.out.
+enum class Form : uint8_t { functional, inplace, out };
+
+// Reading one call's arguments and writing its result.
+class Call {
+ public:
+  Call(const c10::OperatorHandle& op, Stack* stack)
+      : op_(op), stack_(stack), n_(op.schema().arguments().size()), base_(stack->size() - n_) {}
+  const c10::IValue& arg(size_t i) const { return (*stack_)[base_ + i]; }
+  const at::Tensor& tensor(size_t i) const { return arg(i).toTensor(); }
+  c10::optional<at::Tensor> opt_tensor(size_t i) const { return arg(i).toOptional<at::Tensor>(); }
+  double number(size_t i) const { return arg(i).toScalar().toDouble(); }
+  const at::Tensor& out() const { return tensor(n_ - 1); }
+  const char* name() const { return op_.schema().name().c_str(); }  // "aten::add": lives as long as the op
+  // Replaces the arguments with the result.
+  void ret(at::Tensor t) {
+    torch::jit::drop(*stack_, n_);
+    stack_->emplace_back(std::move(t));
+  }
+  template <class... T> void ret_tuple(T&&... ts) {
+    torch::jit::drop(*stack_, n_);
+    (stack_->emplace_back(std::forward<T>(ts)), ...);
+  }
+  // Hands the call to torch's CPU kernel (fallback.cpp) or, under fake tracing, to Meta.
+  void fall_back() const;
+  // opscope refused the call (`e`): out of memory is rethrown naming the aten op and the
+  // allocator's state; anything else (a dtype, a shape) goes to torch's CPU kernel, which
+  // decides and names any error.
+  void refused(const opscope::Error& e) const;
+  const c10::OperatorHandle& op() const { return op_; }
+  Stack* stack() const { return stack_; }
+
+ private:
+  const c10::OperatorHandle& op_;
+  Stack* stack_;
+  size_t n_, base_;
+};
+
+// The result of an opscope op as the call's result: itself, or copied into self / out
+// (out resized to the result's shape first, as torch's out= ops do).
+at::Tensor deliver(Form f, const Tensor& result, const at::Tensor& dst, const char* op);
+// The common shape of a one-input op: r = fn(x) for x = self on opscope, inside the aten
+// op's scope, written in form F. An opscope::Error (a dtype or shape opscope refuses)
+// hands the call to torch's CPU kernel, which decides (and names any error).
+template <Form F, class Fn>
+void run_unary(Call& c, Fn&& fn) {
+  const at::Tensor& self = c.tensor(0);
+  try {
+    Tensor x = from_torch(self, c.name());
+    AtenScope scope(c.name(), {&x});
+    Tensor r = fn(x);
+    c.ret(deliver(F, r, F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// Writes src (any dtype) into dst (any strides): one copy launch.
+void copy_into(const Tensor& dst, const Tensor& src);
+// The boxed fallback: torch's CPU kernel on the device's memory (fallback.cpp).
+void cpu_fallback(const c10::OperatorHandle& op, Stack* stack);
+
+// ---- the kernels (ops_math.cpp, ops_nn.cpp); registered by native_functions.cpp ----
+enum class Binary : uint8_t { add, sub, mul, div, pow, maximum, minimum };
+enum class Unary : uint8_t { neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu };
+enum class Reduce : uint8_t { sum, mean, amax, amin };
+
+template <Binary B, Form F> void binary_kernel(const c10::OperatorHandle& op, Stack* s);
+// The unboxed fast path of add/sub/mul/div.Tensor (the tiny-op case: two device tensors of
+// one floating dtype, alpha 1); anything else goes through binary_kernel.
+template <Binary B, class Op, class... Alpha>
+at::Tensor binary_fast(const at::Tensor& a, const at::Tensor& b, const Alpha&... alpha);
+template <Unary U, Form F> void unary_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Reduce R, Form F> void reduce_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void argmax_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void var_kernel(const c10::OperatorHandle& op, Stack* s);
+
+template <Form F> void mm_kernel(const c10::OperatorHandle& op, Stack* s);   // mm and bmm
+template <Form F> void addmm_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void softmax_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void cat_kernel(const c10::OperatorHandle& op, Stack* s);
+void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s);
+void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s);
+void embedding_kernel(const c10::OperatorHandle& op, Stack* s);
+void clone_kernel(const c10::OperatorHandle& op, Stack* s);
+void arange_kernel(const c10::OperatorHandle& op, Stack* s);
+void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s);
+void test_kernel(const c10::OperatorHandle& op, Stack* s);  // opscope::_test_kernel
+
+}  // namespace opscope::torch_bridge

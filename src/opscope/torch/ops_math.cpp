@@ -1,0 +1,296 @@
+// Elementwise ops and reductions: aten's add/sub/mul/div/pow/maximum/minimum, the unary
+// math and activations, sum/mean/amax/amin/argmax/var, on opscope's kernels.
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/sub_ops.h>
+
+#include "opscope/core/error.h"
+#include "opscope/ops/ops.h"
+#include "opscope/torch/kernels.h"
+
+namespace opscope::torch_bridge {
+
+namespace {
+
+// One operand of a binary op: a device tensor, or a number (a Scalar argument or a 0-dim
+// CPU tensor, which torch lets join device ops).
+struct Operand {
+  at::Tensor t;
+  double value = 0;
+  bool is_number = false;
+};
+
+// The value of a 0-dim CPU tensor, read directly: item() is a dispatcher call of its own.
+double cpu_scalar_value(const at::Tensor& t) {
+  const void* p = t.data_ptr();
+  switch (t.scalar_type()) {
+    case at::kDouble: return *static_cast<const double*>(p);
+    case at::kFloat: return *static_cast<const float*>(p);
+    case at::kLong: return double(*static_cast<const int64_t*>(p));
+    case at::kInt: return *static_cast<const int32_t*>(p);
+    case at::kBool: return *static_cast<const bool*>(p);
+    default: return t.item().toDouble();
+  }
+}
+
+Operand operand(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (is_cpu_scalar(t)) return {t, cpu_scalar_value(t), true};
+    return {t, 0, false};
+  }
+  return {at::Tensor(), v.toScalar().toDouble(), true};
+}
+
+at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b) {
+  if (b.isTensor()) {
+    const at::Tensor &x = a.toTensor(), &y = b.toTensor();
+    // Two dimensioned tensors of one dtype (the common case): that dtype, without
+    // at::result_type's full promotion walk.
+    if (x.scalar_type() == y.scalar_type() && !x.unsafeGetTensorImpl()->is_wrapped_number() &&
+        !y.unsafeGetTensorImpl()->is_wrapped_number())
+      return x.scalar_type();
+    return at::result_type(x, y);
+  }
+  return at::result_type(a.toTensor(), b.toScalar());
+}
+
+Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.to(d); }
+
+// tensor op tensor, or tensor op number (Y = double)
+template <class Y>
+Tensor apply(Binary b, const Tensor& x, const Y& y) {
+  switch (b) {
+    case Binary::add: return add(x, y);
+    case Binary::sub: return sub(x, y);
+    case Binary::mul: return mul(x, y);
+    case Binary::div: return div(x, y);
+    case Binary::pow: return pow(x, y);
+    case Binary::maximum: return maximum(x, y);
+    case Binary::minimum: return minimum(x, y);
+  }
+  return {};
+}
+
+// number op tensor, where opscope has it.
+std::optional<Tensor> apply(Binary b, double x, const Tensor& y) {
+  switch (b) {
+    case Binary::add: return add(x, y);
+    case Binary::sub: return sub(x, y);
+    case Binary::mul: return mul(x, y);
+    case Binary::div: return div(x, y);
+    case Binary::maximum: return maximum(y, x);
+    case Binary::minimum: return minimum(y, x);
+    case Binary::pow: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool has_alpha(Binary b) { return b == Binary::add || b == Binary::sub; }
+
+Tensor apply(Unary u, const Tensor& x) {
+  switch (u) {
+    case Unary::neg: return neg(x);
+    case Unary::abs: return abs(x);
+    case Unary::exp: return exp(x);
+    case Unary::log: return log(x);
+    case Unary::sqrt: return sqrt(x);
+    case Unary::rsqrt: return rsqrt(x);
+    case Unary::sin: return sin(x);
+    case Unary::cos: return cos(x);
+    case Unary::tanh: return tanh(x);
+    case Unary::sigmoid: return sigmoid(x);
+    case Unary::silu: return silu(x);
+    case Unary::gelu: return gelu(x);
+    case Unary::relu: return relu(x);
+  }
+  return {};
+}
+
+// Torch computes these in floating point even for integer inputs.
+bool floating_result(Unary u) { return u != Unary::neg && u != Unary::abs && u != Unary::relu; }
+
+std::vector<int64_t> dims_arg(const c10::IValue& v) {
+  if (v.isNone()) return {};
+  auto l = v.toIntList();
+  return {l.begin(), l.end()};
+}
+
+}  // namespace
+
+template <Binary B, Form F>
+void binary_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  Operand a = operand(c.arg(0)), b = operand(c.arg(1));
+  double alpha = has_alpha(B) ? c.number(2) : 1.0;
+  if (a.is_number && b.is_number) return c.fall_back();  // two CPU scalars: torch's CPU op
+  // Torch's own error for a CPU tensor with more than 0 dims in a device op.
+  if (!a.is_number && !b.is_number && on_device(a.t) != on_device(b.t)) two_devices(c.name(), a.t, b.t);
+  at::ScalarType rt = result_type(c.arg(0), c.arg(1));
+  auto dt = to_dtype(rt);
+  bool integral_div = (B == Binary::div || B == Binary::pow) && dt && !is_floating(*dt);
+  at::Tensor none;
+  if (!dt || integral_div || !has_kernels({a.is_number ? &none : &a.t, b.is_number ? &none : &b.t}, false))
+    return c.fall_back();
+  try {
+    Tensor x = a.is_number ? Tensor() : from_torch(a.t, c.name());
+    Tensor y = b.is_number ? Tensor() : from_torch(b.t, c.name());
+    AtenScope scope(c.name(), {&x, &y});
+    Tensor r;
+    if (a.is_number) {
+      Tensor yy = as_dtype(y, *dt);
+      if (alpha != 1.0) yy = mul(yy, alpha);
+      auto v = apply(B, a.value, yy);
+      if (!v) return c.fall_back();
+      r = *v;
+    } else if (b.is_number) {
+      r = apply(B, as_dtype(x, *dt), b.value * alpha);
+    } else {
+      Tensor yy = as_dtype(y, *dt);
+      if (alpha != 1.0) yy = mul(yy, alpha);
+      r = apply(B, as_dtype(x, *dt), yy);
+    }
+    c.ret(deliver(F, r, F == Form::out ? c.out() : c.tensor(0), c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+template <Unary U, Form F>
+void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (U == Unary::gelu && c.arg(1).toStringRef() != "none") return c.fall_back();  // tanh approximation
+  if (!has_kernels({&self}, floating_result(U))) return c.fall_back();
+  run_unary<F>(c, [](const Tensor& x) { return apply(U, x); });
+}
+
+template <Binary B, class Op, class... Alpha>
+at::Tensor binary_fast(const at::Tensor& a, const at::Tensor& b, const Alpha&... alpha) {
+  at::ScalarType st = a.scalar_type();
+  bool floating_a = on_device(a) && a.dim() <= kMaxDims && (st == at::kFloat || st == at::kBFloat16 || st == at::kHalf);
+  // A floating tensor keeps its dtype with a tensor of that dtype or a 0-dim CPU number.
+  bool same = on_device(b) && b.scalar_type() == st && b.dim() <= kMaxDims;
+  bool number = is_cpu_scalar(b) && !b.is_complex();
+  if (floating_a && (same || number) && ((alpha.equal(1)) && ...) && !meta_mode()) {
+    try {
+      Tensor x = from_torch(a, Op::name);
+      if (number) {
+        AtenScope scope(Op::name, {&x});
+        return to_torch(apply(B, x, cpu_scalar_value(b)));
+      }
+      Tensor y = from_torch(b, Op::name);
+      AtenScope scope(Op::name, {&x, &y});
+      return to_torch(apply(B, x, y));
+    } catch (const opscope::Error& e) {
+      if (is_out_of_memory(e.what())) out_of_memory(Op::name, e.what());
+    }
+  }
+  // Everything else: the general boxed kernel (which may fall back to torch's CPU kernel).
+  static const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+  return c10::impl::BoxedKernelWrapper<typename Op::schema>::call(
+      c10::BoxedKernel::makeFromFunction<&binary_kernel<B, Form::functional>>(), handle, c10::DispatchKeySet(), a, b,
+      alpha...);
+}
+
+// sum/mean(self, dtype?), sum/mean.dim(self, dim?, keepdim, dtype?), amax/amin(self, dim[], keepdim)
+template <Reduce R, Form F>
+void reduce_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  size_t nargs = op.schema().arguments().size() - (F == Form::out ? 1 : 0);
+  bool full = nargs == 2 && (R == Reduce::sum || R == Reduce::mean);  // sum(self, dtype)
+  std::vector<int64_t> dims = full ? std::vector<int64_t>{} : dims_arg(c.arg(1));
+  bool keepdim = full ? false : c.arg(2).toBool();
+  c10::optional<at::ScalarType> dtype;
+  if (R == Reduce::sum || R == Reduce::mean) dtype = c.arg(full ? 1 : 3).toOptional<at::ScalarType>();
+  if (!has_kernels({&self}, R == Reduce::mean) || (dtype && !to_dtype(*dtype))) return c.fall_back();
+  if ((R == Reduce::amax || R == Reduce::amin) && self.numel() == 0) return c.fall_back();
+  run_unary<F>(c, [&](const Tensor& in) {
+    Tensor x = dtype ? as_dtype(in, *to_dtype(*dtype)) : in;
+    switch (R) {
+      case Reduce::sum: return sum(x, dims, keepdim);
+      case Reduce::mean: return mean(x, dims, keepdim);
+      case Reduce::amax: return max(x, dims, keepdim);
+      case Reduce::amin: return min(x, dims, keepdim);
+    }
+    return Tensor();
+  });
+}
+
+// argmax(self, dim?, keepdim)
+template <Form F>
+void argmax_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false) || self.numel() == 0) return c.fall_back();
+  run_unary<F>(c, [&](const Tensor& x) {
+    if (!c.arg(1).isNone()) return argmax(x, c.arg(1).toInt(), c.arg(2).toBool());
+    Tensor r = argmax(x.reshape({x.numel()}), 0, false);  // over all elements
+    if (!c.arg(2).toBool()) return r;
+    Shape ones;
+    ones.resize(x.ndim(), 1);
+    return r.reshape(ones);
+  });
+}
+
+// var.correction(self, dim?, correction?, keepdim)
+template <Form F>
+void var_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self})) return c.fall_back();
+  int64_t corr = c.arg(2).isNone() ? 1 : c.arg(2).toInt();
+  run_unary<F>(c, [&](const Tensor& x) { return var(x, dims_arg(c.arg(1)), c.arg(3).toBool(), corr); });
+}
+
+// The instances native_functions.cpp registers.
+#define OPSCOPE_FORMS(KERNEL, KIND)                      \
+  template void KERNEL<KIND, Form::functional>(const c10::OperatorHandle&, Stack*); \
+  template void KERNEL<KIND, Form::inplace>(const c10::OperatorHandle&, Stack*);    \
+  template void KERNEL<KIND, Form::out>(const c10::OperatorHandle&, Stack*);
+OPSCOPE_FORMS(binary_kernel, Binary::add)
+OPSCOPE_FORMS(binary_kernel, Binary::sub)
+OPSCOPE_FORMS(binary_kernel, Binary::mul)
+OPSCOPE_FORMS(binary_kernel, Binary::div)
+OPSCOPE_FORMS(binary_kernel, Binary::pow)
+OPSCOPE_FORMS(binary_kernel, Binary::maximum)
+OPSCOPE_FORMS(binary_kernel, Binary::minimum)
+OPSCOPE_FORMS(unary_kernel, Unary::neg)
+OPSCOPE_FORMS(unary_kernel, Unary::abs)
+OPSCOPE_FORMS(unary_kernel, Unary::exp)
+OPSCOPE_FORMS(unary_kernel, Unary::log)
+OPSCOPE_FORMS(unary_kernel, Unary::sqrt)
+OPSCOPE_FORMS(unary_kernel, Unary::rsqrt)
+OPSCOPE_FORMS(unary_kernel, Unary::sin)
+OPSCOPE_FORMS(unary_kernel, Unary::cos)
+OPSCOPE_FORMS(unary_kernel, Unary::tanh)
+OPSCOPE_FORMS(unary_kernel, Unary::sigmoid)
+OPSCOPE_FORMS(unary_kernel, Unary::silu)
+OPSCOPE_FORMS(unary_kernel, Unary::gelu)
+OPSCOPE_FORMS(unary_kernel, Unary::relu)
+OPSCOPE_FORMS(reduce_kernel, Reduce::sum)
+OPSCOPE_FORMS(reduce_kernel, Reduce::mean)
+OPSCOPE_FORMS(reduce_kernel, Reduce::amax)
+OPSCOPE_FORMS(reduce_kernel, Reduce::amin)
+#undef OPSCOPE_FORMS
+template at::Tensor binary_fast<Binary::add, at::_ops::add_Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                   const at::Scalar&);
+template at::Tensor binary_fast<Binary::sub, at::_ops::sub_Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                   const at::Scalar&);
+template at::Tensor binary_fast<Binary::mul, at::_ops::mul_Tensor>(const at::Tensor&, const at::Tensor&);
+template at::Tensor binary_fast<Binary::div, at::_ops::div_Tensor>(const at::Tensor&, const at::Tensor&);
+template void argmax_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void argmax_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void var_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void var_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+
+}  // namespace opscope::torch_bridge

@@ -1,0 +1,274 @@
+// Linear algebra, normalization, indexing and shape ops: mm/bmm/addmm, _softmax,
+// native_layer_norm, embedding, cat, clone, and opscope's own fused rms_norm.
+#include <ATen/native/TypeProperties.h>
+#include <c10/core/GradMode.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include <ATen/native/Resize.h>
+
+#include <cmath>
+
+#include "opscope/core/error.h"
+#include "opscope/kernels/cpu/copy.h"
+#include "opscope/ops/ops.h"
+#include "opscope/runtime/runtime.h"
+#include "opscope/torch/kernels.h"
+
+namespace opscope::torch_bridge {
+
+namespace {
+Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.to(d); }
+}  // namespace
+
+// mm(self, mat2), bmm(self, mat2) and their out forms.
+template <Form F>
+void mm_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &a = c.tensor(0), &b = c.tensor(1);
+  if (on_device(a) != on_device(b)) two_devices(c.name(), a, b);
+  if (!has_kernels({&a, &b}) || a.scalar_type() != b.scalar_type()) return c.fall_back();
+  try {
+    Tensor x = from_torch(a, c.name()), y = from_torch(b, c.name());
+    AtenScope scope(c.name(), {&x, &y});
+    c.ret(deliver(F, matmul(x, y), F == Form::out ? c.out() : a, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * (mat1 @ mat2): nn.Linear.
+template <Form F>
+void addmm_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &bias = c.tensor(0), &a = c.tensor(1), &b = c.tensor(2);
+  if (on_device(a) != on_device(b)) two_devices(c.name(), a, b);
+  if (on_device(a) != on_device(bias)) two_devices(c.name(), a, bias);
+  if (!has_kernels({&bias, &a, &b}) || a.scalar_type() != b.scalar_type() || bias.scalar_type() != a.scalar_type())
+    return c.fall_back();
+  double beta = c.number(3), alpha = c.number(4);
+  try {
+    Tensor x = from_torch(a, c.name()), y = from_torch(b, c.name()), z = from_torch(bias, c.name());
+    AtenScope scope(c.name(), {&z, &x, &y});
+    Tensor r = matmul(x, y);
+    if (alpha != 1.0) r = mul(r, alpha);
+    if (beta != 0.0) r = add(r, beta == 1.0 ? z : mul(z, beta));
+    c.ret(deliver(F, r, F == Form::out ? c.out() : a, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// _softmax(self, dim, half_to_float)
+template <Form F>
+void softmax_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}) || c.arg(2).toBool()) return c.fall_back();
+  run_unary<F>(c, [&](const Tensor& x) { return softmax(x, c.arg(1).toInt()); });
+}
+
+// cat(Tensor[] tensors, int dim)
+template <Form F>
+void cat_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  auto list = c.arg(0).toTensorList();
+  std::vector<at::Tensor> ts;
+  for (const at::Tensor& t : list)
+    if (!(t.dim() == 1 && t.size(0) == 0)) ts.push_back(t);  // torch skips legacy empty (0,) tensors
+  if (ts.empty()) return c.fall_back();
+  at::ScalarType rt = at::native::result_type(at::ITensorListRef(ts));
+  for (const at::Tensor& t : ts) {
+    if (on_device(t) != on_device(ts[0])) two_devices(c.name(), ts[0], t);
+    if (!has_kernels({&t}, false)) return c.fall_back();
+  }
+  auto dt = to_dtype(rt);
+  if (!dt) return c.fall_back();
+  try {
+    std::vector<Tensor> xs;
+    for (const at::Tensor& t : ts) xs.push_back(from_torch(t, c.name()));
+    AtenScope scope(c.name(), {});
+    for (Tensor& x : xs) x = as_dtype(x, *dt);
+    c.ret(deliver(F, xs.size() == 1 ? xs[0].clone() : concat(xs, c.arg(1).toInt()),
+                  F == Form::out ? c.out() : ts[0], c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd).
+// mean and rstd are for backward: computed only when autograd may need them.
+void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& input = c.tensor(0);
+  auto norm_shape = c.arg(1).toIntVector();
+  c10::optional<at::Tensor> w = c.opt_tensor(2), b = c.opt_tensor(3);
+  at::Tensor wt = w ? *w : at::Tensor(), bt = b ? *b : at::Tensor();
+  if (!has_kernels({&input, &wt, &bt}) || (wt.defined() && wt.scalar_type() != input.scalar_type()) ||
+      (bt.defined() && bt.scalar_type() != input.scalar_type()) || norm_shape.empty() ||
+      int64_t(norm_shape.size()) > input.dim())
+    return c.fall_back();
+  try {
+    Tensor x = from_torch(input, c.name());
+    AtenScope scope(c.name(), {&x});
+    int64_t inner = 1;
+    for (int64_t d : norm_shape) inner *= d;
+    int lead = x.ndim() - int(norm_shape.size());
+    Shape flat, stat;
+    for (int i = 0; i < lead; ++i) flat.push_back(x.shape()[i]), stat.push_back(x.shape()[i]);
+    flat.push_back(inner);
+    for (size_t i = 0; i < norm_shape.size(); ++i) stat.push_back(1);
+    Tensor xf = x.reshape(flat);
+    Tensor wf = wt.defined() ? from_torch(wt, c.name()).reshape({inner}) : ones({inner}, x.dtype(), &x.device());
+    Tensor bf = bt.defined() ? from_torch(bt, c.name()).reshape({inner}) : zeros({inner}, x.dtype(), &x.device());
+    double eps = c.arg(4).toDouble();
+    Tensor y = layer_norm(xf, wf, bf, eps).reshape(x.shape());
+    at::Tensor mean_t, rstd_t;
+    if (c10::GradMode::is_enabled() && (input.requires_grad() || wt.requires_grad() || bt.requires_grad())) {
+      Tensor xf32 = as_dtype(xf, DType::f32);
+      mean_t = to_torch(mean(xf32, {-1}, true).reshape(stat));
+      rstd_t = to_torch(rsqrt(add(var(xf32, {-1}, true, 0), eps)).reshape(stat));
+    } else {
+      mean_t = at::empty({0}, input.options().dtype(at::kFloat));
+      rstd_t = at::empty({0}, input.options().dtype(at::kFloat));
+    }
+    c.ret_tuple(to_torch(y), std::move(mean_t), std::move(rstd_t));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum,
+// eps) in eval (the running statistics): y = x * scale + shift per channel (axis 1), with
+// scale and shift computed in f32 on C elements. Training updates statistics: fallback.
+void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& input = c.tensor(0);
+  c10::optional<at::Tensor> w = c.opt_tensor(1), b = c.opt_tensor(2), mean_o = c.opt_tensor(3), var_o = c.opt_tensor(4);
+  at::Tensor wt = w ? *w : at::Tensor(), bt = b ? *b : at::Tensor();
+  if (c.arg(5).toBool() || !mean_o || !var_o || input.dim() < 2) return c.fall_back();
+  const at::Tensor &mean_t = *mean_o, &var_t = *var_o;
+  if (!has_kernels({&input, &wt, &bt, &mean_t, &var_t})) return c.fall_back();
+  try {
+    Tensor x = from_torch(input, c.name());
+    AtenScope scope(c.name(), {&x});
+    int64_t C = x.shape()[1];
+    auto f32 = [&](const at::Tensor& t) { return as_dtype(from_torch(t, c.name()), DType::f32); };
+    Tensor scale = rsqrt(add(f32(var_t), c.arg(7).toDouble()));
+    if (wt.defined()) scale = mul(scale, f32(wt));
+    Tensor shift = neg(mul(f32(mean_t), scale));
+    if (bt.defined()) shift = add(shift, f32(bt));
+    Shape per_channel;
+    per_channel.push_back(C);
+    for (int i = 2; i < x.ndim(); ++i) per_channel.push_back(1);
+    Tensor y = add(mul(x, as_dtype(scale, x.dtype()).reshape(per_channel)), as_dtype(shift, x.dtype()).reshape(per_channel));
+    // Eval saves no statistics for backward, as torch's CPU kernel.
+    c.ret_tuple(to_torch(y), at::empty({0}, input.options()), at::empty({0}, input.options()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+void embedding_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &w = c.tensor(0), &idx = c.tensor(1);
+  if (on_device(w) != on_device(idx)) two_devices(c.name(), w, idx);
+  if (!has_kernels({&w}, false) || !has_kernels({&idx}, false) || c.arg(4).toBool()) return c.fall_back();
+  try {
+    Tensor x = from_torch(w, c.name()), i = from_torch(idx, c.name());
+    AtenScope scope(c.name(), {&x, &i});
+    c.ret(to_torch(embedding(x, i)));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// clone(self, memory_format?): a contiguous copy.
+void clone_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  auto fmt = c.arg(1).toOptional<at::MemoryFormat>();
+  bool plain = !fmt || *fmt == at::MemoryFormat::Contiguous ||
+               (*fmt == at::MemoryFormat::Preserve && (self.is_contiguous() || !self.is_non_overlapping_and_dense()));
+  if (!has_kernels({&self}, false) || !plain) return c.fall_back();
+  Tensor x = from_torch(self, c.name());
+  AtenScope scope(c.name(), {&x});
+  c.ret(to_torch(x.clone()));
+}
+
+// arange.start_out(start, end, step, out): torch.arange(..., device=dev) lands here.
+void arange_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& out = c.out();
+  double start = c.number(0), end = c.number(1), step = c.number(2);
+  // Invalid ranges and layouts opscope does not fill: torch's kernel decides and names the error.
+  if (!has_kernels({&out}, false) || step == 0 || (end - start) * step < 0) return c.fall_back();
+  try {
+    AtenScope scope(c.name(), {});
+    auto n = int64_t(std::ceil((end - start) / step));
+    at::native::resize_output(out, {n});
+    if (!out.is_contiguous()) return c.fall_back();
+    Tensor o = from_torch(out, c.name());
+    if (n) cpu_kernels::launch_arange(o, start, step);
+    c.ret(out);
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// opscope::rms_norm(x, weight, eps): the built-in fused kernel (one launch).
+void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &x = c.tensor(0), &w = c.tensor(1);
+  if (on_device(x) != on_device(w)) two_devices(c.name(), x, w);
+  Tensor xt = from_torch(x, c.name()), wt = from_torch(w, c.name());
+  AtenScope scope(c.name(), {&xt, &wt});
+  c.ret(to_torch(rms_norm(xt, wt, c.arg(2).toDouble())));
+}
+
+// opscope::_test_kernel(x, sleep_ms, fail): one launch that sleeps, then copies x (or
+// throws). The tests use it to see asynchrony, kernel errors and memory lifetime.
+void test_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  Tensor x = from_torch(c.tensor(0), c.name()).contiguous();
+  int64_t ms = c.arg(1).toInt();
+  bool failing = c.arg(2).toBool();
+  AtenScope scope(c.name(), {&x});
+  Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
+  LaunchSpec spec;
+  spec.name = "test_sleep_copy";
+  const char* src = static_cast<const char*>(x.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  size_t n = size_t(x.nbytes());
+  spec.body = [=](int64_t, int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    if (failing) throw std::runtime_error("test kernel failed on purpose");
+    std::memcpy(dst, src, n);
+  };
+  runtime::launch(x.device(), std::move(spec), {&x}, {&out});
+  c.ret(to_torch(out));
+}
+
+template void mm_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void mm_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void addmm_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void addmm_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void softmax_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void softmax_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void cat_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void cat_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+
+}  // namespace opscope::torch_bridge

@@ -1,0 +1,285 @@
+"""Each aten op opscope has a kernel for, against torch's CPU result: broadcasting,
+non-contiguous views, in-place through views, odd sizes, f32/bf16/f16. Each test also
+checks that the op ran natively (no fallback was counted)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import opscope
+from conftest import assert_close, fallbacks
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+SIZES = [1, 3, 4097]
+
+
+def reference(fn, *args):
+    """fn on CPU, computed in f32 for bf16/f16 inputs and rounded once (as opscope does;
+    torch 1.13's CPU kernels lack most f16 ops)."""
+    low = [a.dtype for a in args if isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)]
+    if not low:
+        return fn(*args)
+    up = [a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    r = fn(*up)
+    return r.to(low[0]) if r.is_floating_point() else r
+
+
+def native(fn, *cpu_args):
+    """fn on device copies of the args, with no fallback counted; returns (device result, cpu reference)."""
+    dev = opscope.device()
+    dargs = [a.to(dev) if isinstance(a, torch.Tensor) else a for a in cpu_args]
+    opscope.reset_fallback_stats()
+    got = fn(*dargs)
+    opscope.synchronize()
+    assert fallbacks() == {}, fallbacks()
+    return got, reference(fn, *cpu_args)
+
+
+def rand(*shape, dtype=torch.float32, positive=False):
+    x = torch.randn(*shape)
+    if positive:
+        x = x.abs() + 0.1
+    return x.to(dtype)
+
+
+BINARY = {
+    "add": lambda a, b: a + b,
+    "add_alpha": lambda a, b: torch.add(a, b, alpha=0.5),
+    "sub_alpha": lambda a, b: torch.sub(a, b, alpha=2),
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "pow": lambda a, b: torch.pow(a, b),
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+}
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_binary_broadcasting(name, dtype):
+    positive = name in ("pow", "div")
+    a, b = rand(4, 1, 5, dtype=dtype, positive=positive), rand(3, 1, dtype=dtype, positive=positive)
+    got, want = native(BINARY[name], a, b)
+    assert got.shape == want.shape
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_binary_odd_sizes_and_scalars(n):
+    a, b = rand(n), rand(n)
+    for fn in (lambda x, y: x * y + 2, lambda x, y: 3 - x, lambda x, y: x / 4, lambda x, y: x ** 2,
+               lambda x, y: torch.tensor(2.0) * x):
+        got, want = native(fn, a, b)
+        assert_close(got, want)
+
+
+def test_binary_non_contiguous_views():
+    a, b = rand(8, 6), rand(6, 8)
+    got, want = native(lambda x, y: x.t()[::2, :6] * y[::2, 1:7], a, b)  # (3, 6) views of both
+    assert_close(got, want)
+    got, want = native(lambda x, y: x[:, ::2] + y.t()[:, ::2], a, b)
+    assert_close(got, want)
+
+
+def test_type_promotion_casts_to_the_result_dtype():
+    a, b = rand(5, dtype=torch.bfloat16), rand(5)
+    got, want = native(lambda x, y: x + y, a, b)
+    assert got.dtype == torch.float32
+    assert_close(got, want)
+    got, want = native(lambda x: x * 0.5, a)
+    assert got.dtype == torch.bfloat16
+    assert_close(got, want)
+
+
+def test_inplace_through_a_view_changes_the_base():
+    dev = opscope.device()
+    base = torch.zeros(4, 6)
+    d = base.to(dev)
+    opscope.reset_fallback_stats()
+    v = d[1:3, ::2]
+    v.add_(1.5)
+    v.mul_(torch.full((2, 3), 2.0, device=dev))
+    d[:, 0].neg_()
+    base[1:3, ::2].add_(1.5)
+    base[1:3, ::2].mul_(2)
+    base[:, 0].neg_()
+    assert fallbacks() == {}
+    assert torch.equal(d.cpu(), base)
+
+
+def test_out_variants_resize_and_write():
+    dev = opscope.device()
+    a, b = rand(3, 4), rand(3, 4)
+    out = torch.empty(0, device=dev)
+    torch.mul(a.to(dev), b.to(dev), out=out)
+    assert out.shape == (3, 4)
+    assert_close(out, a * b)
+    out2 = torch.empty(3, 4, device=dev)
+    torch.exp(a.to(dev), out=out2)
+    assert_close(out2, torch.exp(a))
+    torch.sum(a.to(dev), 1, out=out2)
+    assert_close(out2, a.sum(1))
+
+
+UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": lambda x: torch.log(x.abs() + 0.5),
+    "sqrt": lambda x: torch.sqrt(x.abs()), "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.5), "sin": torch.sin,
+    "cos": torch.cos, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": F.silu, "gelu": F.gelu, "relu": F.relu,
+}
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unary(name, dtype):
+    x = rand(7, 9, dtype=dtype)
+    got, want = native(UNARY[name], x)
+    assert_close(got, want)
+    got, want = native(lambda t: UNARY[name](t.t()[1:, ::2]), x)  # a strided view
+    assert_close(got, want)
+
+
+def test_unary_inplace():
+    for name in ("exp_", "sigmoid_", "tanh_", "relu_", "neg_"):
+        x = rand(4097)
+        got, want = native(lambda t: getattr(t[::3], name)(), x)
+        assert_close(got, want)
+
+
+REDUCE = {
+    "sum_all": lambda x: x.sum(),
+    "sum_dims_keep": lambda x: x.sum((0, 2), keepdim=True),
+    "mean_last": lambda x: x.mean(-1),
+    "amax": lambda x: x.amax(1),
+    "amin_keep": lambda x: x.amin(-1, keepdim=True),
+    "var": lambda x: x.var(-1),
+    "var_unbiased_false": lambda x: x.var(1, unbiased=False, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", REDUCE)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reductions(name, dtype):
+    x = rand(3, 5, 7, dtype=dtype)
+    got, want = native(REDUCE[name], x)
+    assert got.shape == want.shape
+    assert_close(got, want, dtype=dtype if "sum" not in name else torch.bfloat16 if dtype != torch.float32 else dtype)
+
+
+def test_argmax():
+    x = rand(4, 4097)
+    for fn in (lambda t: t.argmax(-1), lambda t: t.argmax(), lambda t: t.argmax(0, keepdim=True)):
+        got, want = native(fn, x)
+        assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_family(dtype):
+    a, b, c = rand(5, 7, dtype=dtype), rand(7, 3, dtype=dtype), rand(2, 5, 7, dtype=dtype)
+    tol = torch.float32 if dtype == torch.float32 else torch.bfloat16
+    for fn, args in ((torch.mm, (a, b)), (lambda x, y: x @ y, (c, b)), (lambda x, y: torch.bmm(x, y.expand(2, 7, 3)), (c, b)),
+                     (lambda x, y: x.t() @ x, (a, b))):
+        got, want = native(fn, *args)
+        assert_close(got, want, dtype=tol)
+    lin = torch.nn.Linear(7, 4).to(dtype)
+    w, bias = lin.weight.detach(), lin.bias.detach()
+    got, want = native(lambda x, w_, b_: F.linear(x, w_, b_), c, w, bias)
+    assert_close(got, want, dtype=tol)
+    got, want = native(lambda s, x, y: torch.addmm(s, x, y, beta=0.5, alpha=2), rand(3, dtype=dtype), a, b)
+    assert_close(got, want, dtype=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_layer_norm_embedding_cat(dtype):
+    x = rand(2, 3, 33, dtype=dtype)
+    got, want = native(lambda t: torch.softmax(t, -1), x)
+    assert_close(got, want)
+    got, want = native(lambda t: torch.softmax(t, 1), x)
+    assert_close(got, want)
+    w, b = rand(33, dtype=dtype), rand(33, dtype=dtype)
+    with torch.no_grad():
+        got, want = native(lambda t, w_, b_: F.layer_norm(t, (33,), w_, b_), x, w, b)
+    assert_close(got, want)
+    table = rand(10, 6, dtype=dtype)
+    idx = torch.tensor([[1, 9, 0], [3, 3, 7]])
+    got, want = native(F.embedding, idx, table)
+    assert torch.equal(got.cpu(), want)
+    got, want = native(lambda p, q: torch.cat([p, q, p], dim=1), x, rand(2, 1, 33, dtype=dtype))
+    assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_eval_runs_natively(affine):
+    bn = torch.nn.BatchNorm2d(5, affine=affine).eval()
+    with torch.no_grad():
+        bn.running_mean.copy_(torch.randn(5))
+        bn.running_var.copy_(torch.rand(5) + 0.5)
+        if affine:
+            bn.weight.copy_(torch.randn(5))
+            bn.bias.copy_(torch.randn(5))
+    params = [bn.running_mean, bn.running_var] + ([bn.weight.detach(), bn.bias.detach()] if affine else [None, None])
+    with torch.no_grad():
+        got, want = native(lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-5),
+                           rand(2, 5, 3, 4), *params)
+    assert_close(got, want)
+
+
+def test_batch_norm_training_falls_back_and_updates_the_running_stats(dev):
+    bn = torch.nn.BatchNorm1d(3).train()
+    x = rand(8, 3)
+    want = bn(x)
+    bd = torch.nn.BatchNorm1d(3).train().to(dev)
+    got = bd(x.to(dev))
+    assert_close(got.detach(), want.detach())
+    assert_close(bd.running_mean, bn.running_mean)
+    assert "aten::native_batch_norm" in fallbacks()
+
+
+def test_layer_norm_over_two_dims_and_without_affine():
+    x = rand(4, 3, 5)
+    with torch.no_grad():
+        got, want = native(lambda t: F.layer_norm(t, (3, 5)), x)
+    assert_close(got, want)
+
+
+def test_copies_and_casts():
+    x = rand(3, 8)
+    for fn in (lambda t: t.clone(), lambda t: t.t().contiguous(), lambda t: t.to(torch.bfloat16),
+               lambda t: t.t().to(torch.float16), lambda t: t.to(torch.int64)):
+        got, want = native(fn, x)
+        assert got.dtype == want.dtype
+        assert torch.equal(got.cpu(), want)
+
+
+def test_arange_runs_natively():
+    dev = opscope.device()
+    opscope.reset_fallback_stats()
+    got = [torch.arange(7, device=dev), torch.arange(2, 11, 3, device=dev), torch.arange(0.5, 4.0, 0.25, device=dev),
+           torch.arange(5, 0, -1, device=dev), torch.arange(0, 10, dtype=torch.bfloat16, device=dev)]
+    want = [torch.arange(7), torch.arange(2, 11, 3), torch.arange(0.5, 4.0, 0.25), torch.arange(5, 0, -1),
+            torch.arange(0, 10, dtype=torch.bfloat16)]
+    assert fallbacks() == {}
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g.cpu(), w)
+    with pytest.raises(RuntimeError):
+        torch.arange(0, 5, -1, device=dev)  # torch's own error, through the fallback
+
+
+def test_fill_and_zero_through_views():
+    dev = opscope.device()
+    d = torch.ones(4, 4, device=dev)
+    opscope.reset_fallback_stats()
+    d[:, 1].fill_(5)
+    d[2].zero_()
+    want = torch.ones(4, 4)
+    want[:, 1] = 5
+    want[2] = 0
+    assert fallbacks() == {}
+    assert torch.equal(d.cpu(), want)
+
+
+def test_rms_norm_op_matches_the_cpu_reference():
+    for dtype in DTYPES:
+        x, w = rand(3, 4097, dtype=dtype), rand(4097, dtype=dtype)
+        got, want = native(lambda a, b: opscope.ops.rms_norm(a, b, 1e-6), x, w)
+        assert_close(got, want)
+        naive = (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(dtype)
+        torch.testing.assert_close(want, naive)
