@@ -18,6 +18,7 @@ namespace py = pybind11;
 
 namespace opscope::torch_bridge {
 int device_count();
+void bind_profiler(py::module_& m);  // profiler.cpp
 Device& device(int64_t index);
 
 namespace {
@@ -96,6 +97,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_fallback_stats", &reset_fallback_stats);
   m.def("set_fallback_warnings", &set_fallback_warnings);
   m.def("_profile_events", &profile_events);
+  bind_profiler(m);
 
   py::register_exception<opscope::Error>(m, "Error", PyExc_RuntimeError);
 }
