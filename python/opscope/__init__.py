@@ -26,10 +26,11 @@ from ._fallback import fallback_report, fallback_stats, reset_fallback_stats
 from . import _printing, _serialization  # noqa: F401
 from . import ops
 from . import profiler
+from ._compile import compile  # noqa: A001  (opscope.compile, as torch.compile)
 
 if _auto is not None and _C._profiler_env()["enabled"]:
     profiler._auto_profile()
 
 __all__ = ["device", "device_count", "synchronize", "Stream", "stream", "current_stream", "default_stream",
            "memory_stats", "empty_cache", "fallback_report", "fallback_stats", "reset_fallback_stats", "ops",
-           "profiler"]
+           "profiler", "compile"]
