@@ -7,14 +7,30 @@
 
 Importing registers the device with torch (the extension opscope._C).
 """
+import os as _os
+
 import torch  # noqa: F401  (libtorch must be loaded before the extension)
 
-from . import _C  # noqa: F401  registers privateuseone
+# OPSCOPE_PROFILE=1 would make libopscope profile from its load on, outside torch's view;
+# the Python package profiles instead (opscope.profiler, with the aten ops), so the
+# library must not see the variable while it loads.
+_auto = _os.environ.pop("OPSCOPE_PROFILE", None)
+try:
+    from . import _C  # noqa: F401  registers privateuseone
+finally:
+    if _auto is not None:
+        _os.environ["OPSCOPE_PROFILE"] = _auto
 from ._device import (Stream, current_stream, default_stream, device, device_count, empty_cache, memory_stats,
                       stream, synchronize)
 from ._fallback import fallback_report, fallback_stats, reset_fallback_stats
 from . import _printing, _serialization  # noqa: F401
 from . import ops
+from . import profiler
+from ._compile import compile  # noqa: A001  (opscope.compile, as torch.compile)
+
+if _auto is not None and _C._profiler_env()["enabled"]:
+    profiler._auto_profile()
 
 __all__ = ["device", "device_count", "synchronize", "Stream", "stream", "current_stream", "default_stream",
-           "memory_stats", "empty_cache", "fallback_report", "fallback_stats", "reset_fallback_stats", "ops"]
+           "memory_stats", "empty_cache", "fallback_report", "fallback_stats", "reset_fallback_stats", "ops",
+           "profiler", "compile"]

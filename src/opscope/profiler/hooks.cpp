@@ -13,6 +13,7 @@
 namespace opscope::prof {
 
 std::atomic<uint32_t> g_layers{0};
+std::atomic<bool> g_external_ops{false};
 
 using namespace detail;
 
@@ -64,14 +65,15 @@ uint32_t intern(ThreadState* st, std::string_view s) noexcept {
   }
 }
 
-inline uint64_t push_scope(ThreadState* st, uint64_t name, uint8_t kind, void* ret, uint32_t shapes) {
+inline uint64_t push_scope(ThreadState* st, uint64_t name, uint8_t kind, void* ret, uint32_t shapes,
+                           int64_t seq = -1) {
   uint64_t id = next_id(st);
   int d = st->depth++;
   if (d >= kMaxDepth) [[unlikely]] return id;
   OpenScope& o = st->stack[d];
   o.id = id;
   o.name = name;
-  o.seq = ++st->seq;
+  o.seq = seq >= 0 ? uint64_t(seq) : ++st->seq;
   o.ret = ret;
   o.shapes = shapes;
   o.kind = kind;
@@ -108,6 +110,16 @@ uint64_t op_begin(const char* name, std::span<const Tensor* const> inputs, void*
   if (g_settings.record_shapes.load(std::memory_order_relaxed)) [[unlikely]]
     shapes = intern_shapes(st, inputs);
   return push_scope(st, uint64_t(uintptr_t(name)), uint8_t(EventKind::op) | kNamePtr, ret, shapes);
+}
+
+uint64_t op_begin_described(const char* name, std::string_view shapes, int64_t seq) {
+  ThreadState* st = t_state;
+  if (!st || st->dead) [[unlikely]] {
+    st = thread_state();
+    if (!st) return kNoScope;
+  }
+  uint32_t sh = shapes.empty() ? 0 : intern(st, shapes);
+  return push_scope(st, uint64_t(uintptr_t(name)), uint8_t(EventKind::op) | kNamePtr, nullptr, sh, seq);
 }
 
 // Ends the innermost op or range of this thread (scopes are strictly nested).

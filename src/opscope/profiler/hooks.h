@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace opscope {
 class Tensor;
@@ -25,6 +26,17 @@ uint64_t current_op_id();
 // the op's public function, resolved to the caller's source location when with_stack.
 uint64_t op_begin(const char* name, std::span<const Tensor* const> inputs, void* ret);
 void op_end(uint64_t id);
+// The same for the op of a framework above opscope (the torch front's aten ops): `name`
+// must live as long as the process (an operator's schema name does), `shapes` is the
+// inputs already described ("" = none); `seq` is that framework's sequence number
+// (autograd's), or -1 for opscope's own count.
+uint64_t op_begin_described(const char* name, std::string_view shapes, int64_t seq);
+
+// True while a framework above opscope records its own ops (the torch front's
+// RecordFunction callbacks): the bridge's op scopes then name kernels and errors but
+// record no second op, so each aten op is one framework op with its launches under it.
+extern std::atomic<bool> g_external_ops;
+inline bool external_ops() { return g_external_ops.load(std::memory_order_relaxed); }
 
 // ---- runtime layer ----
 void on_alloc(int device, const void* ptr, int64_t bytes, int64_t allocated_now);

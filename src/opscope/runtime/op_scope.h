@@ -15,13 +15,14 @@ class OpScope {
  public:
   OpScope(const char* name, std::initializer_list<const Tensor*> inputs, void* ret)
       : OpScope(name, std::span<const Tensor* const>(inputs.begin(), inputs.size()), ret) {}
-  OpScope(const char* name, std::span<const Tensor* const> inputs, void* ret) : prev_(t_op) {
+  // record = false: name the kernels and errors, record no op (the framework above records it).
+  OpScope(const char* name, std::span<const Tensor* const> inputs, void* ret, bool record = true) : prev_(t_op) {
     if (t_outer) {  // inside a framework's op (the torch bridge's aten::add): it names the kernels
       skip_ = true;
       return;
     }
     t_op = name;
-    if (prof::layers() & prof::kFramework) id_ = prof::op_begin(name, inputs, ret);
+    if (record && (prof::layers() & prof::kFramework)) id_ = prof::op_begin(name, inputs, ret);
   }
   ~OpScope() {
     if (skip_) return;
@@ -45,11 +46,12 @@ class OpScope {
 
 // The op of a framework above opscope (the torch bridge's "aten::mul"): the opscope ops
 // called inside it open no op of their own, so its launches, kernels and errors carry its
-// name and the profile shows one framework op per aten op. `name` must outlive it.
+// name and the profile shows one framework op per aten op. `name` must outlive it. While
+// torch's RecordFunction callbacks record the aten ops (prof::external_ops()), it records none.
 class FrameworkOpScope {
  public:
   FrameworkOpScope(const char* name, std::span<const Tensor* const> inputs)
-      : scope_(name, inputs, __builtin_return_address(0)), prev_outer_(OpScope::t_outer) {
+      : scope_(name, inputs, __builtin_return_address(0), !prof::external_ops()), prev_outer_(OpScope::t_outer) {
     OpScope::t_outer = true;
   }
   FrameworkOpScope(const char* name, std::initializer_list<const Tensor*> inputs)

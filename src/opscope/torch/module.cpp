@@ -20,6 +20,8 @@ namespace py = pybind11;
 
 namespace opscope::torch_bridge {
 int device_count();
+void bind_profiler(py::module_& m);  // profiler.cpp
+void bind_compile(py::module_& m);   // compile.cpp
 Device& device(int64_t index);
 
 namespace {
@@ -100,6 +102,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_fallback_stats", &reset_fallback_stats);
   m.def("set_fallback_warnings", &set_fallback_warnings);
   m.def("_profile_events", &profile_events);
+  bind_profiler(m);
+  bind_compile(m);
 
   py::register_exception<opscope::Error>(m, "Error", PyExc_RuntimeError);
   // OPSCOPE_PROFILE=1 python ...: the whole run's profile (trace.json + profile.db) goes to

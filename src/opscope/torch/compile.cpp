@@ -1,0 +1,207 @@
+// opscope.compile's bridge to the compiler: Python lowers a region of an aten graph (from
+// make_fx) into a small program of opscope ops; here that program becomes a TensorFn that
+// calls those ops, and opscope::compile traces it (per input signature), runs the passes,
+// generates and caches the kernels exactly as for a C++ function. A compiled call is one
+// framework op named after the region; its fused kernels' launches carry that op.
+#include <fmt/format.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>  // at::Tensor <-> torch.Tensor
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "opscope/compiler/compile.h"
+#include "opscope/core/error.h"
+#include "opscope/ops/ops.h"
+#include "opscope/torch/bridge.h"
+
+namespace py = pybind11;
+
+namespace opscope::torch_bridge {
+
+namespace {
+
+// One instruction: op, tensor operands (indices into the values: the inputs, then each
+// instruction's result), integer and float arguments, a flag (keepdim, scalar on the left).
+struct Instr {
+  std::string op;
+  std::vector<int64_t> refs;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  int64_t flag = 0;
+};
+
+using Unary = Tensor (*)(const Tensor&);
+using Binary = Tensor (*)(const Tensor&, const Tensor&);
+using BinaryScalar = Tensor (*)(const Tensor&, double);
+using Reduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool);
+
+const std::unordered_map<std::string, Unary>& unary_ops() {
+  static const std::unordered_map<std::string, Unary> m = {
+      {"neg", &neg},   {"abs", &abs},         {"exp", &exp},   {"log", &log},   {"sqrt", &sqrt},
+      {"rsqrt", &rsqrt}, {"sin", &sin},       {"cos", &cos},   {"tanh", &tanh}, {"sigmoid", &sigmoid},
+      {"silu", &silu}, {"gelu", &gelu},       {"relu", &relu}};
+  return m;
+}
+
+const std::unordered_map<std::string, Binary>& binary_ops() {
+  static const std::unordered_map<std::string, Binary> m = {
+      {"add", static_cast<Binary>(&add)}, {"sub", static_cast<Binary>(&sub)}, {"mul", static_cast<Binary>(&mul)},
+      {"div", static_cast<Binary>(&div)}, {"pow", static_cast<Binary>(&pow)},
+      {"maximum", static_cast<Binary>(&maximum)}, {"minimum", static_cast<Binary>(&minimum)}};
+  return m;
+}
+
+// x op s (flag 0) or s op x (flag 1).
+Tensor binary_scalar(const std::string& op, const Tensor& x, double s, bool scalar_left) {
+  if (scalar_left) {
+    if (op == "add") return add(s, x);
+    if (op == "sub") return sub(s, x);
+    if (op == "mul") return mul(s, x);
+    if (op == "div") return div(s, x);
+    throw Error(fmt::format("[opscope.compile] {} with a scalar on the left is not lowered", op));
+  }
+  static const std::unordered_map<std::string, BinaryScalar> m = {
+      {"add", static_cast<BinaryScalar>(&add)}, {"sub", static_cast<BinaryScalar>(&sub)},
+      {"mul", static_cast<BinaryScalar>(&mul)}, {"div", static_cast<BinaryScalar>(&div)},
+      {"pow", static_cast<BinaryScalar>(&pow)}, {"maximum", static_cast<BinaryScalar>(&maximum)},
+      {"minimum", static_cast<BinaryScalar>(&minimum)}};
+  auto it = m.find(op);
+  if (it == m.end()) throw Error(fmt::format("[opscope.compile] no scalar form of {}", op));
+  return it->second(x, s);
+}
+
+Shape shape_of(const std::vector<int64_t>& v) {
+  Shape s;
+  for (int64_t d : v) s.push_back(d);
+  return s;
+}
+
+Tensor eval(const Instr& in, const std::vector<Tensor>& v) {
+  auto arg = [&](size_t i) -> const Tensor& {
+    if (i >= in.refs.size() || in.refs[i] < 0 || size_t(in.refs[i]) >= v.size())
+      throw Error(fmt::format("[opscope.compile] {}: operand {} is out of range", in.op, i));
+    return v[in.refs[i]];
+  };
+  const std::string& op = in.op;
+  if (auto it = unary_ops().find(op); it != unary_ops().end()) return it->second(arg(0));
+  if (auto it = binary_ops().find(op); it != binary_ops().end() && in.refs.size() == 2)
+    return it->second(arg(0), arg(1));
+  if (binary_ops().count(op) && in.refs.size() == 1 && in.floats.size() == 1)
+    return binary_scalar(op, arg(0), in.floats[0], in.flag != 0);
+  static const std::unordered_map<std::string, Reduce> reductions = {
+      {"sum", &sum}, {"mean", &mean}, {"max", &max}, {"min", &min}};
+  if (auto it = reductions.find(op); it != reductions.end()) return it->second(arg(0), in.ints, in.flag != 0);
+  if (op == "var") return var(arg(0), in.ints, in.flag != 0, int64_t(in.floats.at(0)));
+  if (op == "softmax") return softmax(arg(0), in.ints.at(0));
+  if (op == "rms_norm") return rms_norm(arg(0), arg(1), in.floats.at(0));
+  if (op == "layer_norm") return layer_norm(arg(0), arg(1), arg(2), in.floats.at(0));
+  if (op == "matmul") return matmul(arg(0), arg(1));
+  if (op == "embedding") return embedding(arg(0), arg(1));
+  if (op == "concat") {
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < in.refs.size(); ++i) xs.push_back(arg(i));
+    return concat(xs, in.ints.at(0));
+  }
+  if (op == "view") return arg(0).view(shape_of(in.ints));
+  if (op == "reshape") return arg(0).reshape(shape_of(in.ints));
+  if (op == "expand") return arg(0).expand(shape_of(in.ints));
+  if (op == "transpose") return arg(0).transpose(in.ints.at(0), in.ints.at(1));
+  if (op == "permute") return arg(0).permute(in.ints);
+  if (op == "unsqueeze") return arg(0).unsqueeze(in.ints.at(0));
+  if (op == "squeeze") return arg(0).squeeze(in.ints.at(0));
+  if (op == "slice") return arg(0).slice(in.ints.at(0), in.ints.at(1), in.ints.at(2), in.ints.at(3));
+  if (op == "contiguous") return arg(0).contiguous();
+  if (op == "clone") return arg(0).clone();
+  if (op == "to") return arg(0).to(DType(in.ints.at(0)));
+  if (op == "ones") return ones(shape_of(in.ints), arg(0).dtype(), &arg(0).device());
+  if (op == "zeros") return zeros(shape_of(in.ints), arg(0).dtype(), &arg(0).device());
+  throw Error(fmt::format("[opscope.compile] unknown program op '{}'", op));
+}
+
+DType dtype_code(const std::string& name) { return parse_dtype(name, "opscope.compile"); }
+
+class Region {
+ public:
+  Region(std::string name, std::vector<Instr> program, int64_t n_inputs, int64_t output, bool explain)
+      : name_(std::move(name)) {
+    if (program.empty()) throw Error(fmt::format("[opscope.compile] region {} has no instructions", name_));
+    if (output < 0 || output >= n_inputs + int64_t(program.size()))
+      throw Error(fmt::format("[opscope.compile] region {}: output {} is out of range", name_, output));
+    auto fn = [program = std::move(program), n_inputs, output](const std::vector<Tensor>& xs) -> Tensor {
+      if (int64_t(xs.size()) != n_inputs)
+        throw Error(fmt::format("[opscope.compile] the region takes {} tensors, got {}", n_inputs, xs.size()));
+      std::vector<Tensor> v(xs.begin(), xs.end());
+      v.reserve(xs.size() + program.size());
+      for (const Instr& in : program) v.push_back(eval(in, v));
+      return v[output];
+    };
+    CompileOptions options;
+    options.explain = explain;
+    fn_ = std::make_unique<CompiledFunction>(compile(std::move(fn), name_, options));
+  }
+
+  std::vector<Tensor> inputs(const std::vector<at::Tensor>& xs) const {
+    std::vector<Tensor> out;
+    out.reserve(xs.size());
+    for (const at::Tensor& x : xs) out.push_back(from_torch(x, name_.c_str()));
+    return out;
+  }
+
+  at::Tensor call(const std::vector<at::Tensor>& xs) const {
+    std::vector<Tensor> in = inputs(xs);
+    py::gil_scoped_release nogil;
+    return to_torch((*fn_)(in));
+  }
+
+  CompileReport report(const std::vector<at::Tensor>& xs) const {
+    std::vector<Tensor> in = inputs(xs);
+    py::gil_scoped_release nogil;
+    return fn_->report(in);
+  }
+
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<CompiledFunction> fn_;
+};
+
+}  // namespace
+
+void bind_compile(py::module_& m) {
+  py::class_<Instr>(m, "_Instr")
+      .def(py::init([](std::string op, std::vector<int64_t> refs, std::vector<int64_t> ints, std::vector<double> floats,
+                       int64_t flag) { return Instr{std::move(op), std::move(refs), std::move(ints), std::move(floats), flag}; }),
+           py::arg("op"), py::arg("refs") = std::vector<int64_t>{}, py::arg("ints") = std::vector<int64_t>{},
+           py::arg("floats") = std::vector<double>{}, py::arg("flag") = 0)
+      .def_readonly("op", &Instr::op);
+  m.def("_dtype_code", [](const std::string& name) { return int64_t(dtype_code(name)); });
+
+  py::class_<CompileReport>(m, "_CompileReport")
+      .def_readonly("kernels", &CompileReport::kernels)
+      .def_readonly("eager_nodes", &CompileReport::eager_nodes)
+      .def_readonly("cache_hit", &CompileReport::cache_hit)
+      .def_readonly("hash", &CompileReport::hash)
+      .def_readonly("artifact_dir", &CompileReport::artifact_dir)
+      .def_readonly("traced_graph", &CompileReport::traced_graph)
+      .def_readonly("compiled_graph", &CompileReport::compiled_graph)
+      .def_readonly("source", &CompileReport::source)
+      .def_readonly("eager_fallback", &CompileReport::eager_fallback)
+      .def_readonly("fallback_reason", &CompileReport::fallback_reason)
+      .def_readonly("trace_ms", &CompileReport::trace_ms)
+      .def_readonly("build_ms", &CompileReport::build_ms)
+      .def("__str__", &CompileReport::str);
+
+  py::class_<Region>(m, "_Region")
+      .def(py::init<std::string, std::vector<Instr>, int64_t, int64_t, bool>(), py::arg("name"), py::arg("program"),
+           py::arg("n_inputs"), py::arg("output"), py::arg("explain") = false)
+      .def("__call__", &Region::call)
+      .def("report", &Region::report)
+      .def_property_readonly("name", &Region::name);
+}
+
+}  // namespace opscope::torch_bridge

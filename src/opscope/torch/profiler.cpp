@@ -1,0 +1,258 @@
+// The torch front of opscope's profiler (opscope.profiler in Python): a profile window is
+// an opscope Profiler session plus a global RecordFunction callback, so every aten op
+// (CPU or device), every record_function range and every autograd node becomes a framework
+// event of the same trace as the device's launches and kernels. While the callback is on,
+// the bridge's op scopes record no op of their own (prof::external_ops()), so a kernel's
+// launch carries the aten op's correlation id and its time is that op's Self Device time.
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "opscope/core/error.h"
+#include "opscope/profiler/chrome_trace.h"
+#include "opscope/profiler/config.h"
+#include "opscope/profiler/key_averages.h"
+#include "opscope/profiler/record_function.h"
+#include "opscope/profiler/roofline.h"
+#include "opscope/profiler/session.h"
+#include "opscope/profiler/store.h"
+#include "opscope/runtime/probe.h"
+#include "opscope/torch/bridge.h"
+
+namespace py = pybind11;
+
+namespace opscope::torch_bridge {
+
+namespace {
+
+// ---- names: an aten op's name points into its schema (lives as long as the process);
+// other scopes may pass a temporary string. The recorder keeps name pointers until
+// collection, so each distinct name gets one copy that is never freed.
+const char* stable_name(const char* name) {
+  thread_local std::unordered_map<const char*, const char*> cache;
+  auto it = cache.find(name);
+  if (it != cache.end() && std::strcmp(it->second, name) == 0) return it->second;
+  static std::mutex m;
+  static std::unordered_map<std::string, std::unique_ptr<std::string>>* copies =
+      new std::unordered_map<std::string, std::unique_ptr<std::string>>;  // leaked: read at exit
+  const char* copy;
+  {
+    std::lock_guard<std::mutex> g(m);
+    auto& slot = (*copies)[name];
+    if (!slot) slot = std::make_unique<std::string>(name);
+    copy = slot->c_str();
+  }
+  cache[name] = copy;
+  return copy;
+}
+
+std::string_view dtype_str(at::ScalarType t) {
+  if (std::optional<DType> d = to_dtype(t)) return dtype_name(*d);
+  switch (t) {
+    case at::kBool: return "bool";
+    case at::kByte: return "u8";
+    case at::kChar: return "i8";
+    case at::kShort: return "i16";
+    case at::kDouble: return "f64";
+    default: return c10::toString(t);
+  }
+}
+
+void describe_tensor(std::string& s, const at::Tensor& t) {
+  if (!t.defined()) {
+    s += "undefined";
+    return;
+  }
+  s += '(';
+  for (int64_t i = 0; i < t.dim(); ++i) fmt::format_to(std::back_inserter(s), "{}{}", i ? ", " : "", t.size(i));
+  if (t.dim() == 1) s += ',';
+  fmt::format_to(std::back_inserter(s), ") {}", dtype_str(t.scalar_type()));
+}
+
+// "[(4, 4096) f32, (4096,) f32, scalar]": opscope's record_shapes form, every input named.
+std::string describe_inputs(c10::ArrayRef<const c10::IValue> inputs) {
+  std::string s = "[";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) s += ", ";
+    const c10::IValue& v = inputs[i];
+    if (v.isTensor()) {
+      describe_tensor(s, v.toTensor());
+    } else if (v.isTensorList()) {
+      s += '[';
+      auto list = v.toTensorList();
+      for (size_t j = 0; j < list.size(); ++j) {
+        if (j) s += ", ";
+        describe_tensor(s, list.get(j));
+      }
+      s += ']';
+    } else if (v.isNone()) {
+      s += "None";
+    } else if (v.isScalar()) {
+      s += "scalar";
+    } else if (v.isIntList()) {
+      s += "int[]";
+    } else {
+      s += v.tagKind();
+    }
+  }
+  return s + "]";
+}
+
+// ---- the RecordFunction callback
+std::atomic<bool> g_shapes{false};
+
+// The callback is on only during a window; begin always pushes a scope and end always
+// pops it, so an op that straddles the window's end leaves this thread's stack balanced.
+std::unique_ptr<at::ObserverContext> on_begin(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    prof::range_begin(fn.name());
+  } else {
+    std::string shapes;
+    if (g_shapes.load(std::memory_order_relaxed)) shapes = describe_inputs(fn.inputs());
+    prof::op_begin_described(stable_name(fn.name()), shapes, fn.seqNr());
+  }
+  return nullptr;
+}
+
+// Scopes are strictly nested per thread: the end pops the innermost. A RecordFunction
+// ends on the thread that began it except for async RPC ops, which are not recorded here.
+void on_end(const at::RecordFunction&, at::ObserverContext*) { prof::op_end(0); }
+
+// ---- one profile window
+class Window {
+ public:
+  explicit Window(prof::ProfilerConfig cfg) : profiler_(std::move(cfg)) {}
+  ~Window() {
+    if (handle_) at::removeCallback(handle_);
+    prof::g_external_ops.store(false);
+  }
+
+  void start() {
+    const prof::ProfilerConfig& cfg = profiler_.config();
+    if (cfg.layers & prof::kDevice) {
+      // The roofline's peaks, measured once per process on the device (~0.2 s).
+      const runtime::DevicePeaks& peaks = runtime::device_peaks(device(0));
+      prof::attach_device_peaks(peaks.to_json());
+    }
+    profiler_.start();
+    if (cfg.layers & prof::kFramework) {
+      g_shapes.store(cfg.record_shapes);
+      prof::g_external_ops.store(true);
+      at::RecordFunctionCallback cb(&on_begin, &on_end);
+      cb.needsInputs(cfg.record_shapes)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE});
+      handle_ = at::addGlobalCallback(cb);
+    }
+  }
+
+  // Ends the window: later ops are not recorded; the devices finish what it queued.
+  std::shared_ptr<prof::Trace> stop() {
+    if (handle_) {
+      at::removeCallback(handle_);
+      handle_ = 0;
+    }
+    prof::g_external_ops.store(false);
+    {
+      py::gil_scoped_release nogil;
+      profiler_.stop();
+    }
+    return std::make_shared<prof::Trace>(profiler_.trace());
+  }
+
+ private:
+  prof::Profiler profiler_;
+  at::CallbackHandle handle_ = 0;
+};
+
+prof::ProfilerConfig make_config(const std::string& layers, const std::string& cores, const std::string& output_dir,
+                                 int64_t max_events, bool record_shapes, bool with_stack,
+                                 bool correlate_device_time) {
+  prof::ProfilerConfig c;
+  c.layers = prof::parse_layers(layers, "layers");
+  c.cores = prof::CoreSet::parse(cores, "cores");
+  c.output_dir = output_dir;
+  c.max_events = max_events;
+  c.record_shapes = record_shapes;
+  c.with_stack = with_stack;
+  c.correlate_device_time = correlate_device_time;
+  c.validate();
+  return c;
+}
+
+// The rows of key_averages as the JSON the C++ path writes (Python parses it into dicts).
+std::string key_averages_json(const prof::Trace& t, bool by_shape, const std::string& sort_by) {
+  return prof::key_averages(t, by_shape).to_json(sort_by);
+}
+
+}  // namespace
+
+void bind_profiler(py::module_& m) {
+  m.def("_profiler_config", [](const std::string& layers, const std::string& cores, const std::string& output_dir,
+                                int64_t max_events, bool record_shapes, bool with_stack, bool correlate) {
+    return make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate).to_json();
+  });
+  m.def("_profiler_env", [] {
+    prof::ProfilerConfig c = prof::ProfilerConfig::from_env();
+    py::dict d;
+    d["enabled"] = prof::ProfilerConfig::env_enabled();
+    d["layers"] = prof::layers_str(c.layers);
+    d["cores"] = c.cores.str();
+    d["output_dir"] = c.output_dir;
+    d["max_events"] = c.max_events;
+    d["record_shapes"] = c.record_shapes;
+    d["with_stack"] = c.with_stack;
+    return d;
+  });
+
+  py::class_<prof::Trace, std::shared_ptr<prof::Trace>>(m, "_Trace")
+      .def("key_averages_table",
+           [](const prof::Trace& t, bool by_shape, const std::string& sort_by, int64_t row_limit,
+              const std::string& unit) { return prof::key_averages(t, by_shape).table(sort_by, row_limit, unit); })
+      .def("key_averages_json", &key_averages_json)
+      .def("export", [](const prof::Trace& t, const std::string& dir) {
+        py::gil_scoped_release nogil;
+        prof::export_profile(t, dir);
+      })
+      .def("export_chrome_trace", [](const prof::Trace& t, const std::string& path) {
+        py::gil_scoped_release nogil;
+        prof::save_chrome_trace(t, path);
+      })
+      .def_readonly("dropped", &prof::Trace::dropped)
+      .def_readonly("config_json", &prof::Trace::config_json)
+      .def("__len__", [](const prof::Trace& t) { return t.events.size(); })
+      // (kind, name, id, parent, t0_ns, t1_ns, device, track name, shapes, value)
+      .def("events", [](const prof::Trace& t) {
+        py::list out;
+        for (const prof::TraceEvent& e : t.events) {
+          const std::string& track = e.track >= 0 && size_t(e.track) < t.tracks.size() ? t.tracks[e.track].name : "";
+          out.append(py::make_tuple(prof::kind_name(e.kind), e.name, e.id, e.parent, e.t0, e.t1, e.device, track,
+                                    e.shapes, e.value));
+        }
+        return out;
+      });
+
+  py::class_<Window>(m, "_Window")
+      .def(py::init([](const std::string& layers, const std::string& cores, const std::string& output_dir,
+                       int64_t max_events, bool record_shapes, bool with_stack, bool correlate) {
+        return std::make_unique<Window>(
+            make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate));
+      }))
+      .def("start", &Window::start)
+      .def("stop", &Window::stop);
+
+  // nn.Module ranges (opscope.profiler's module hooks): named spans of the calling thread.
+  // Each push is paired with one pop by the caller, recording or not, so the thread's
+  // scope stack stays balanced when a window ends inside a module's forward.
+  m.def("_range_push", [](const std::string& name) { prof::range_begin(name); });
+  m.def("_range_pop", [] { prof::range_end(0); });
+}
+
+}  // namespace opscope::torch_bridge

@@ -1,0 +1,325 @@
+"""opscope.profiler: torch.profiler's workflow over opscope's profiler — three layers linked,
+key_averages with device time, schedules, exports the CLI reads, and bad input."""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+import torch
+
+import opscope
+from opscope.profiler import Config, Exporter, ProfilerActivity, profile, schedule
+
+CLI = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(opscope.__file__))), "tools", "opscope")
+
+
+def naive_rms_norm(x, w, eps=1e-6):
+    x_sq = x * x
+    mean_sq = x_sq.mean(-1, keepdim=True)
+    return x * torch.rsqrt(mean_sq + eps) * w
+
+
+def by_kind(events):
+    out = defaultdict(list)
+    for e in events:
+        out[e[0]].append(e)
+    return out
+
+
+def profiled_naive(dev, tmp_path, steps=1, **kw):
+    x, w = torch.randn(32, 256).to(dev), torch.randn(256).to(dev)
+    cfg = Config(output_dir=str(tmp_path / "prof"))
+    with profile(experimental_config=cfg, **kw) as prof:
+        for _ in range(steps):
+            with torch.profiler.record_function("rmsnorm naive"):
+                y = naive_rms_norm(x, w)
+            prof.step()
+    return prof, y, (x, w)
+
+
+def test_every_device_aten_op_has_its_launches_and_kernels(dev, tmp_path):
+    prof, y, (x, w) = profiled_naive(dev, tmp_path)
+    ev = by_kind(prof.events())
+    ops = {e[2]: e[1] for e in ev["op"]}
+    names = sorted(n for n in ops.values() if n in ("aten::mul", "aten::mean", "aten::add", "aten::rsqrt"))
+    # One framework op per aten call: the bridge's own op scope records no second one.
+    assert names == ["aten::add", "aten::mean", "aten::mul", "aten::mul", "aten::mul", "aten::rsqrt"]
+    launches = defaultdict(list)
+    for e in ev["launch"]:
+        launches[e[3]].append(e[2])
+    kernel_launches = {e[2] for e in ev["kernel"]}
+    for op_id, name in ops.items():
+        if name in ("aten::mul", "aten::mean", "aten::add", "aten::rsqrt"):
+            assert launches[op_id], f"{name} has no launch"
+            assert all(l in kernel_launches for l in launches[op_id]), f"{name}'s launch has no kernel"
+    torch.testing.assert_close(y.cpu(), naive_rms_norm(x.cpu(), w.cpu()))
+
+
+def test_self_device_total_equals_the_kernels(dev, tmp_path):
+    prof, _, _ = profiled_naive(dev, tmp_path, steps=2)
+    ev = by_kind(prof.events())
+    span = defaultdict(lambda: [None, None])
+    for kind, name, lid, parent, t0, t1, *_ in ev["kernel"]:
+        s = span[lid]
+        s[0] = t0 if s[0] is None else min(s[0], t0)
+        s[1] = t1 if s[1] is None else max(s[1], t1)
+    kernel_ns = sum(b - a for a, b in span.values())
+    ka = prof.key_averages()
+    rows_ns = sum(r.as_dict()["self_device_ns"] for r in ka)
+    assert kernel_ns > 0
+    assert rows_ns == kernel_ns
+    assert ka.self_device_time_total == pytest.approx(kernel_ns / 1e3)
+    # The aten ops carry it (correlate_device_time): kernel rows keep no self time.
+    assert sum(r.as_dict()["self_device_ns"] for r in ka if r.kind == "kernel") == 0
+    mul = next(r for r in ka if r.key == "aten::mul")
+    assert mul.count == 6 and mul.self_device_time_total > 0 and mul.self_cuda_time_total == mul.self_device_time_total
+
+
+def test_naive_table_ranks_aten_mul_first_by_device_time(dev, tmp_path):
+    x, w = torch.randn(256, 4096).to(dev), torch.randn(4096).to(dev)
+    naive_rms_norm(x, w).cpu()  # warm: the allocator's cache holds the intermediates' blocks
+    with profile(experimental_config=Config(output_dir=str(tmp_path / "p"))) as prof:
+        for _ in range(3):
+            naive_rms_norm(x, w)
+    ka = prof.key_averages()
+    aten = sorted((r for r in ka if r.key.startswith("aten::")), key=lambda r: -r.self_device_time_total)
+    assert aten[0].key == "aten::mul", [(r.key, r.self_device_time_total) for r in aten[:4]]
+    table = ka.table(sort_by="device_time_total", row_limit=10)
+    assert "Self Device" in table and "aten::mul" in table
+    first = [l for l in table.splitlines() if l.startswith("aten::")][0]
+    assert first.startswith("aten::mul")
+
+
+def test_record_function_and_module_ranges_nest(dev, tmp_path):
+    class Attn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            return torch.softmax(self.q(x), -1)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.self_attn = Attn()
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.SiLU(), torch.nn.Linear(32, 16))
+
+        def forward(self, x):
+            return self.mlp(self.self_attn(x)) + x
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([Block(), Block()])
+
+        def forward(self, x):
+            for l in self.layers:
+                x = l(x)
+            return x
+
+    m = Model().to(dev)
+    x = torch.randn(4, 16).to(dev)
+    with profile(experimental_config=Config(output_dir=str(tmp_path / "p"))) as prof:
+        with torch.profiler.record_function("forward pass"):
+            y = m(x)
+    ev = prof.events()
+    byid = {e[2]: e for e in ev if e[0] in ("op", "range")}
+
+    def chain(e):
+        names = []
+        while e is not None:
+            names.append(e[1])
+            e = byid.get(e[3])
+        return names
+
+    ranges = {e[1]: e for e in ev if e[0] == "range"}
+    for name in ("Model", "layers.0", "layers.1", "layers.0.self_attn", "layers.0.self_attn.q", "layers.1.mlp.2"):
+        assert name in ranges, sorted(ranges)
+    assert chain(ranges["layers.1.self_attn.q"])[:5] == ["layers.1.self_attn.q", "layers.1.self_attn", "layers.1",
+                                                         "Model", "forward pass"]
+    softmax = [e for e in ev if e[0] == "op" and e[1] == "aten::_softmax"]
+    assert softmax and all("self_attn" in byid[e[3]][1] or "self_attn" in chain(e)[2] for e in softmax)
+    torch.testing.assert_close(y.cpu(), m.cpu()(x.cpu()), atol=1e-5, rtol=1e-5)
+
+
+def test_cpu_ops_have_cpu_time_only_and_fallbacks_show(dev, tmp_path):
+    a = torch.randn(64, 64)
+    d = torch.randn(64, 64).to(dev)
+    with profile(experimental_config=Config(output_dir=str(tmp_path / "p"))) as prof:
+        (a @ a).sum()
+        torch.cumsum(d, 0).cpu()  # no opscope kernel: torch's CPU kernel on the device's memory
+    ka = {r.key: r for r in prof.key_averages()}
+    assert ka["aten::mm"].cpu_time_total > 0 and ka["aten::mm"].device_time_total == 0
+    assert "aten::cumsum" in ka and "opscope::cpu_fallback" in ka
+    ev = prof.events()
+    cumsum = {e[2] for e in ev if e[0] == "op" and e[1] == "aten::cumsum"}  # cumsum and the cumsum.out it calls
+    assert any(e[0] == "range" and e[1] == "opscope::cpu_fallback" and e[3] in cumsum for e in ev)
+
+
+def test_schedule_gives_one_trace_per_active_window(dev, tmp_path):
+    x = torch.randn(8, 64).to(dev)
+    cfg = Config(output_dir=str(tmp_path / "out"))
+    exporter = Exporter(cfg)
+    ready = []
+
+    def on_ready(p):
+        ready.append(p.step_num)
+        exporter.export_trace(p)
+
+    with profile(experimental_config=cfg, schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
+                 on_trace_ready=on_ready) as prof:
+        for _ in range(10):
+            (x * 2).sum()
+            prof.step()
+    assert prof.windows == [(2, 3), (6, 7)]
+    assert ready == [4, 8]
+    assert exporter.written == [cfg.output_dir, cfg.output_dir + "-1"]
+    for k, d in enumerate(exporter.written):
+        trace = json.load(open(os.path.join(d, "trace.json")))
+        names = {e.get("name") for e in trace["traceEvents"]}
+        first = prof.windows[k][0]
+        assert f"ProfilerStep#{first}" in names and f"ProfilerStep#{first + 1}" in names
+        assert f"ProfilerStep#{first + 2}" not in names and "aten::mul" in names
+        db = sqlite3.connect(os.path.join(d, "profile.db"))
+        assert db.execute("select count(*) from events where name = 'aten::mul'").fetchone()[0] == 2
+
+
+def test_memory_events_with_profile_memory(dev, tmp_path):
+    x = torch.randn(128, 128).to(dev)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True,
+                 experimental_config=Config(output_dir=str(tmp_path / "p"))) as prof:
+        y = x * 3
+        del y
+        opscope.synchronize()  # the launch gives its block back once it has retired
+    kinds = {e[0] for e in prof.events()}
+    assert "alloc" in kinds and "free" in kinds and "kernel" not in kinds
+    mul = next(r for r in prof.key_averages() if r.key == "aten::mul")
+    assert mul.self_device_memory_usage == 128 * 128 * 4
+
+
+def test_record_shapes_and_grouping(dev, tmp_path):
+    a, b = torch.randn(4, 8).to(dev), torch.randn(2, 8).to(dev)
+    with profile(record_shapes=True, experimental_config=Config(output_dir=str(tmp_path / "p"))) as prof:
+        a * a
+        b * b
+        b * b
+    rows = [r for r in prof.key_averages(group_by_input_shape=True) if r.key == "aten::mul"]
+    assert sorted((r.input_shapes, r.count) for r in rows) == [("[(2, 8) f32, (2, 8) f32]", 2),
+                                                                ("[(4, 8) f32, (4, 8) f32]", 1)]
+
+
+def test_exports_round_trip_and_the_cli_reads_them(dev, tmp_path):
+    prof, _, _ = profiled_naive(dev, tmp_path)
+    d = prof.export(tmp_path / "exported")
+    chrome = prof.export_chrome_trace(tmp_path / "chrome.json")
+    events = json.load(open(chrome))["traceEvents"]
+    assert sum(1 for e in events if e.get("name") == "aten::mul" and e.get("ph") == "X") == 3
+    table = subprocess.run([CLI, "table", d, "--sort-by", "self_device_time_total"], capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "aten::mul" in table.stdout
+    q = subprocess.run([CLI, "query", d, "select count(*) from events where name = 'aten::rsqrt'"],
+                       capture_output=True, text=True)
+    assert q.returncode == 0 and "1" in q.stdout, q.stdout + q.stderr
+    assert not [n for n in os.listdir(tmp_path / "exported") if n.startswith(".") or "tmp" in n]
+
+
+def test_unmodified_script_under_opscope_profile(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text("import torch, opscope\n"
+                      "x = torch.randn(16, 16).to(opscope.device())\n"
+                      "print(float((x * x).sum().cpu()))\n")
+    env = dict(os.environ, OPSCOPE_PROFILE="1", OPSCOPE_PROFILE_DIR=str(tmp_path / "auto"))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "profile written to" in r.stderr
+    trace = json.load(open(tmp_path / "auto" / "trace.json"))
+    names = {e.get("name") for e in trace["traceEvents"]}
+    assert {"aten::mul", "aten::sum", "mul_f32"} <= names
+
+
+def test_profiling_leaves_results_unchanged(dev, tmp_path):
+    x, w = torch.randn(16, 128).to(dev), torch.randn(128).to(dev)
+    plain = naive_rms_norm(x, w).cpu()
+    with profile(record_shapes=True, profile_memory=True, experimental_config=Config(output_dir=str(tmp_path))):
+        profiled = naive_rms_norm(x, w).cpu()
+    assert torch.equal(plain, profiled)
+
+
+# ---- bad input
+
+
+def test_bad_config_values_name_the_argument(tmp_path):
+    with pytest.raises(ValueError, match=r"\[layers\]"):
+        Config(layers="framework,kernels")
+    with pytest.raises(ValueError, match=r"\[cores\]"):
+        Config(cores="0-x")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'layer'"):
+        Config(layer="framework")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ValueError, match=r"\[output_dir\] .* is not a directory"):
+        Config(output_dir=str(blocker / "sub"))
+    assert not (blocker.is_dir())
+    with pytest.raises(ValueError, match=r"\[schedule.wait\] must be >= 0"):
+        schedule(wait=-1, warmup=0, active=1)
+    with pytest.raises(ValueError, match=r"\[schedule.active\]"):
+        schedule(wait=0, warmup=0, active=0)
+    with pytest.raises(ValueError, match=r"\[activities\]"):
+        profile(activities=["gpu"])
+    with pytest.raises(ValueError, match=r"\[activities\] nothing to record"):
+        profile(activities=[ProfilerActivity.CPU], experimental_config=Config(layers="device"))
+    with pytest.raises(TypeError, match=r"\[record_shapes\]"):
+        profile(record_shapes="yes")
+
+
+def test_start_twice_and_step_outside(dev, tmp_path):
+    p = profile(experimental_config=Config(output_dir=str(tmp_path)))
+    with pytest.raises(RuntimeError, match=r"\[profile.step\] step\(\) called outside"):
+        p.step()
+    with p:
+        with pytest.raises(RuntimeError, match=r"\[profile.start\] this profile is already running"):
+            p.start()
+        with pytest.raises(RuntimeError, match=r"another opscope profile is running"):
+            profile(experimental_config=Config(output_dir=str(tmp_path))).start()
+        (torch.ones(4).to(dev) * 2).cpu()
+    with pytest.raises(RuntimeError, match=r"\[profile.step\]"):
+        p.step()
+    assert any(r.key == "aten::mul" for r in p.key_averages())
+    # A new profile can run after the first ended.
+    with profile(experimental_config=Config(output_dir=str(tmp_path))) as q:
+        (torch.ones(4).to(dev) + 1).cpu()
+    assert any(r.key == "aten::add" for r in q.key_averages())
+    with pytest.raises(RuntimeError, match=r"\[key_averages\] no trace collected yet"):
+        profile(experimental_config=Config(output_dir=str(tmp_path))).key_averages()
+
+
+def test_a_forward_that_raises_leaves_the_ranges_balanced(dev, tmp_path):
+    class Boom(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            raise ValueError("boom")
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Boom()
+
+        def forward(self, x):
+            try:
+                return self.inner(x)
+            except ValueError:
+                return x + 1
+
+    x = torch.randn(4).to(dev)
+    with profile(experimental_config=Config(output_dir=str(tmp_path))) as prof:
+        Outer()(x)
+        (x - 1).cpu()
+    ev = prof.events()
+    byid = {e[2]: e for e in ev if e[0] in ("op", "range")}
+    sub = next(e for e in ev if e[0] == "op" and e[1] == "aten::sub")
+    # aten::sub runs after Outer returned: it must not sit inside Outer or inner.
+    assert sub[3] == 0 or byid[sub[3]][1] not in ("Outer", "inner")
