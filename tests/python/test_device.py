@@ -1,4 +1,7 @@
 """The device itself: factories, copies, printing, seeds, streams, memory, asynchrony, errors."""
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -185,3 +188,12 @@ def test_an_out_of_range_embedding_index_is_a_kernel_error_at_sync(dev):
     with pytest.raises(RuntimeError, match=r"\[embedding\] index 12 .* out of range for a weight of 10 rows"):
         y.cpu()
     assert torch.equal((w * 1).cpu(), w.cpu())
+
+
+def test_memory_stats_report_the_devices_capacity(tmp_path):
+    code = "import opscope; print(opscope.memory_stats()['capacity_bytes'])"
+    env = dict(os.environ, OPSCOPE_CPU_MEMORY="3G")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.strip().splitlines()[-1]) == 3 << 30
+    assert opscope.memory_stats()["capacity_bytes"] > 0

@@ -28,8 +28,8 @@ namespace {
 // `with opscope.stream(s):` guards, innermost last (entered and left on one thread).
 thread_local std::vector<std::unique_ptr<StreamGuard>> t_guards;
 
-py::dict memory_stats(int64_t index) {
-  AllocatorStats s = device(index).allocator().stats();
+py::dict memory_stats_dict(int64_t index) {
+  AllocatorStats s = memory_stats(device(index));
   py::dict d;
   d["allocated_bytes"] = s.allocated;
   d["reserved_bytes"] = s.reserved;
@@ -37,6 +37,7 @@ py::dict memory_stats(int64_t index) {
   d["num_allocs"] = s.num_allocs;
   d["num_cache_hits"] = s.num_cache_hits;
   d["num_os_allocs"] = s.num_os_allocs;
+  d["capacity_bytes"] = s.capacity;
   return d;
 }
 
@@ -72,7 +73,7 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release nogil;
     device(i).synchronize();
   }, py::arg("device") = 0);
-  m.def("memory_stats", &memory_stats, py::arg("device") = 0);
+  m.def("memory_stats", &memory_stats_dict, py::arg("device") = 0);
   m.def("empty_cache", [](int64_t i) { device(i).allocator().empty_cache(); }, py::arg("device") = 0);
 
   py::class_<Stream, std::unique_ptr<Stream, py::nodelete>>(m, "_Stream")
