@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "check_flag.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/opscope.h"
+#include "opscope/profiler/annotate.h"
 #include "opscope/profiler/config.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/memory.h"
@@ -67,7 +69,7 @@ void run_profile(const ProfileArgs& a) {
   // The roofline's ceilings, measured before profiling; every profile carries them.
   const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
   prof::attach_device_peaks(peaks.to_json());
-  fmt::print("device peaks: copy {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s\n\n", peaks.copy_gbps, peaks.matmul_gflops);
+  fmt::print("{}\n", peaks.summary());
   Tensor x = randn({st.rows, st.hidden}, 0, st.dtype);
   Tensor w = rand({st.hidden}, 1, st.dtype, nullptr, 0.5f, 1.5f);
   std::vector<std::pair<std::string, double>> device_ms;
@@ -76,6 +78,15 @@ void run_profile(const ProfileArgs& a) {
     cpu().synchronize();
     prof::ProfilerConfig c = cfg;
     c.output_dir = (std::filesystem::path(a.out) / name).string();
+    // What ran, so `opscope advise --verify` can run it again with the fix.
+    nlohmann::json workload = {{"case", "rmsnorm"}, {"impl", name},   {"rows", st.rows}, {"hidden", st.hidden},
+                               {"dtype", a.dtype},  {"iters", a.iters}, {"eps", 1e-6}};
+    prof::set_trace_annotator("rmsnorm workload", [workload](prof::Trace& t) {
+      auto j = t.config_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(t.config_json, nullptr, false);
+      if (!j.is_object()) return;
+      j["workload"] = workload;
+      t.config_json = j.dump();
+    });
     prof::Profiler p(c);
     p.start();
     for (int i = 0; i < a.iters; ++i) {
@@ -85,6 +96,7 @@ void run_profile(const ProfileArgs& a) {
       cpu().synchronize();
     }
     p.stop();
+    prof::set_trace_annotator("rmsnorm workload", nullptr);
     const prof::Trace& t = p.trace();
     prof::export_profile(t, c.output_dir);
     auto ka = prof::key_averages(t);

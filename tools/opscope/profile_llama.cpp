@@ -125,7 +125,7 @@ void run_llama(const LlamaArgs& a) {
   // The roofline's ceilings, measured before profiling; every profile carries them.
   const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
   prof::attach_device_peaks(peaks.to_json());
-  fmt::print("device peaks: copy {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s\n\n", peaks.copy_gbps, peaks.matmul_gflops);
+  fmt::print("{}\n", peaks.summary());
 
   std::vector<ModeResult> results;
   for (const std::string& mode : modes) {

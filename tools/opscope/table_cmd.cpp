@@ -1,5 +1,5 @@
 // opscope table DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--group-by-stack N]
-//                   [--time-unit U]
+//                   [--time-unit U] [--peaks FILE | --peak-gbps X]
 // prints the key_averages table of a saved profile, as it was printed when profiled, and
 // each device's memory peak when the profile recorded the allocator.
 #include <CLI/CLI.hpp>
@@ -11,6 +11,7 @@
 #include "check_flag.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/memory.h"
+#include "opscope/profiler/roofline.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::cli {
@@ -23,6 +24,8 @@ struct TableArgs {
   bool group_by_shape = false;
   int group_by_stack = 0;
   std::string time_unit;
+  std::string peaks;      // a saved probe
+  double peak_gbps = 0;   // or a memory roof given by hand
 };
 
 }  // namespace
@@ -37,12 +40,20 @@ void add_table_command(CLI::App& app) {
   cmd->add_flag("--group-by-shape", args->group_by_shape, "One row per op and input shapes");
   cmd->add_option("--group-by-stack", args->group_by_stack, "Rows per op call site too (N >= 1)");
   cmd->add_option("--time-unit", args->time_unit, "s, ms, us or ns (default: each value in its own unit)");
+  cmd->add_option("--peaks", args->peaks, "Read % Roofline against this saved probe (`opscope probe --save FILE`)");
+  cmd->add_option("--peak-gbps", args->peak_gbps, "Read % Roofline against this memory bandwidth, GB/s")
+      ->check(CLI::PositiveNumber);
   cmd->callback([args] {
     // The flags first: a typo should not wait for a large profile to load.
     prof::KeyAverages none;
     check_flag("--sort-by", [&] { none.sorted(args->sort_by); });
     check_flag("--time-unit", [&] { none.table("", 1, args->time_unit); });
+    if (!args->peaks.empty() && args->peak_gbps > 0) fail("--peaks", "give --peaks or --peak-gbps, not both");
+    std::string peaks = args->peaks.empty() ? "" : prof::load_device_peaks(args->peaks);
     prof::Trace trace = prof::load_profile(args->dir);
+    // The same machine's roof for every profile: a run on a busy machine probed low.
+    if (!peaks.empty()) trace.config_json = prof::with_device_peaks(trace.config_json, peaks);
+    if (args->peak_gbps > 0) trace.config_json = prof::with_peak_gbps(trace.config_json, args->peak_gbps);
     prof::KeyAverages averages = prof::key_averages(trace, args->group_by_shape, args->group_by_stack);
     std::string table = averages.table(args->sort_by, args->row_limit, args->time_unit);
     std::fputs(table.c_str(), stdout);
