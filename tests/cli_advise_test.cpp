@@ -57,6 +57,11 @@ TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
   ASSERT_EQ(j.status, 0) << j.out;
   json doc = json::parse(j.out);
   ASSERT_EQ(doc["suggestions"].size(), 3u);
+  // The tiny decoder's kernels run in microseconds while the host launches each op: the
+  // device mostly waits for it, and the advice says so and what cuts it.
+  EXPECT_TRUE(doc["host_wait"]["significant"].get<bool>()) << doc["host_wait"];
+  EXPECT_GT(doc["host_wait"]["fraction"].get<double>(), 0.1) << doc["host_wait"];
+  EXPECT_TRUE(has(r.out, "Host-bound: The device waits on the host")) << r.out;
   double prev = 1e300;
   for (auto& s : doc["suggestions"]) {  // ranked by the predicted saving
     EXPECT_LE(s["predicted_saved_ns"].get<double>(), prev);

@@ -139,7 +139,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
   // Framework scopes by id, launches as spans of their slices.
   std::unordered_map<uint64_t, const TraceEvent*> scopes;
   struct Launch {
-    int64_t t0 = INT64_MAX, t1 = INT64_MIN, bytes = 0, slice_bytes = 0, submit = INT64_MIN, slices = 0;
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN, bytes = 0, slice_bytes = 0, submit = INT64_MIN, slices = 0, flops = 0;
     uint64_t op = 0;
     bool has_launch = false;
   };
@@ -156,6 +156,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       case EventKind::launch: {
         Launch& l = launches[e.id];
         l.bytes = e.bytes;
+        l.flops = e.flops;
         l.op = e.parent;
         l.has_launch = true;
         l.submit = e.t1;
@@ -190,7 +191,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     return top;
   };
   std::unordered_map<uint64_t, Op> ops;
-  struct Sample { double span, bytes; bool fanned; };
+  struct Sample { double span, bytes; bool fanned, streaming; };
   std::vector<Sample> small;  // launches, for the launch cost
   std::vector<const Launch*> ran;
   for (auto& [id, l] : launches) {
@@ -199,7 +200,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     adv.total_device_ns += span;
     adv.kernels++;
     ran.push_back(&l);
-    small.push_back({double(span), double(bytes), l.slices > 1});
+    small.push_back({double(span), double(bytes), l.slices > 1, l.flops <= bytes});
     uint64_t top = top_op(l.op);
     if (!top) continue;
     Op& o = ops[top];
@@ -244,7 +245,8 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
   std::vector<double> fixed, fixed_fanned;
   for (const Sample& m : small) {
     if (!m.fanned && m.bytes < 256 * 1024) fixed.push_back(fixed_part(m));
-    if (m.fanned && m.bytes < 4 * 1024 * 1024) fixed_fanned.push_back(fixed_part(m));
+    // Streaming launches only: a matmul's time past its bytes is its math.
+    if (m.fanned && m.streaming && m.bytes < 4 * 1024 * 1024) fixed_fanned.push_back(fixed_part(m));
   }
   if (fixed.size() >= 8) {
     adv.launch_cost_ns = median(fixed);
@@ -263,7 +265,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
   adv.fanout_cost_ns = adv.launch_cost_ns;
   if (fixed_fanned.size() >= 4) {
     adv.fanout_cost_ns = std::max(adv.launch_cost_ns, median(fixed_fanned));
-    adv.launch_cost_from += fmt::format("; {:.0f} ns on several cores (median over {} such launches under 4 MiB)",
+    adv.launch_cost_from += fmt::format("; {:.0f} ns on several cores (median over {} streaming launches under 4 MiB)",
                                         adv.fanout_cost_ns, fixed_fanned.size());
   }
   const double c = adv.launch_cost_ns, cf = adv.fanout_cost_ns;
