@@ -77,6 +77,9 @@ TEST(Roofline, ProfilesCarryTheAttachedPeaks) {
   const prof::Trace& t = session.trace();
   auto j = nlohmann::json::parse(t.config_json);
   ASSERT_TRUE(j.contains("device_peaks")) << t.config_json;
+  // The profile records how steady the probe was, so a reader sees a busy machine's roof.
+  EXPECT_DOUBLE_EQ(j["device_peaks"]["spread"].get<double>(), p.spread);
+  EXPECT_EQ(j["device_peaks"]["levels"].size(), p.levels.size());
   EXPECT_DOUBLE_EQ(j["peak_gbps"].get<double>(), p.stream_gbps);  // the best streaming rate is the roof
   prof::KeyAverages ka = prof::key_averages(t);
   ASSERT_TRUE(ka.roofline().known());

@@ -52,9 +52,11 @@ json recommend(const Profile& p) {
                                            {"share of span", fmt::format("{:.0f}%", 100 * a.host_wait.fraction())},
                                            {"gaps", fmt::format("{}", a.host_wait.gaps)}})},
                      {"events", json::array()}});
-    for (const std::string& w : a.warnings)
+    for (const std::string& w : a.warnings) {
+      if (p.trace().dropped > 0 && w.find("events were dropped") != std::string::npos) continue;  // its own card below
       out.push_back({{"kind", "warning"}, {"title", "Advisor warning"}, {"detail", w}, {"impact_ns", 0},
                      {"evidence", json::array()}, {"events", json::array()}});
+    }
   } catch (const Error& e) {
     // A profile the advisor cannot read (no framework ops, one kernel): say why.
     out.push_back({{"kind", "note"}, {"title", "No advice for this profile"}, {"detail", e.what()}, {"impact_ns", 0},
