@@ -119,8 +119,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-std::string mib_text(double b) { return fmt::format("{:.3g} MiB", b / double(1 << 20)); }
-
 }  // namespace
 
 Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
@@ -431,9 +429,9 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       for (const Op* o : chain) g.example_ops.push_back(o->ev->id);
       if (roof.peak_gbps <= 0) g.rate_from = "the best rate its ops reached (no device peaks in the profile)";
       else if (double(fused) >= (roof.levels.empty() ? 0 : roof.levels.back().working_set))
-        g.rate_from = fmt::format("the probe's streaming rate beyond the caches ({} working set)", mib_text(double(fused)));
+        g.rate_from = fmt::format("the probe's streaming rate beyond the caches ({} working set)", format_bytes(double(fused)));
       else
-        g.rate_from = fmt::format("the probe's streaming rate at a {} working set (in cache)", mib_text(double(fused)));
+        g.rate_from = fmt::format("the probe's streaming rate at a {} working set (in cache)", format_bytes(double(fused)));
       g.bandwidth_gbps = rate;
     }
     g.occurrences++;

@@ -114,6 +114,9 @@ struct Advice {
 // single kernel.
 Advice advise(const prof::Trace& trace, const AdviseOptions& options = {});
 
+// "640.1 MiB", "8.0 KiB", "2.50 GiB": sizes in the advice's text.
+std::string format_bytes(double bytes);
+
 // Ops a generated kernel can absorb (elementwise, casts, reductions).
 bool fusable_op(std::string_view name);
 

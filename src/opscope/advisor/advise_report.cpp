@@ -11,12 +11,13 @@ namespace opscope::advisor {
 namespace {
 
 std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
-std::string size_text(double b) {
-  return b >= double(1 << 30) ? fmt::format("{:.2f} GiB", b / double(1 << 30))
-                              : fmt::format("{:.1f} MiB", b / double(1 << 20));
-}
-
 }  // namespace
+
+std::string format_bytes(double b) {
+  if (b >= double(1 << 30)) return fmt::format("{:.2f} GiB", b / double(1 << 30));
+  if (b >= double(1 << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  return fmt::format("{:.1f} KiB", b / 1024);
+}
 
 std::string Suggestion::count_text() const {
   int64_t calls = std::max<int64_t>(occurrences, 1);
@@ -36,9 +37,10 @@ std::vector<std::pair<std::string, std::string>> Advice::figures(const Suggestio
       {"predicted saving", fmt::format("{} of {} device time ({:.1f}%)", ms(s.predicted_saved_ns),
                                        ms(double(total_device_ns)), share)},
       {"occurs", s.count_text() + (s.context.empty() ? "" : " in " + s.context)},
-      {"now", fmt::format("{} in {} launches, {} moved", ms(double(s.device_ns)), s.launches, size_text(double(s.bytes)))},
-      {"fused kernel", fmt::format("{}: {} at {:.1f} GB/s, {}", ms(s.predicted_fused_ns()),
-                                   size_text(double(s.fused_bytes)), s.bandwidth_gbps, s.rate_from)},
+      {"now", fmt::format("{} in {} launches, {} moved", ms(double(s.device_ns)), s.launches, format_bytes(double(s.bytes)))},
+      {"fused kernel", fmt::format("{} over the {}: {} at {:.1f} GB/s, {}", ms(s.predicted_fused_ns()),
+                                   s.occurrences == 1 ? std::string("call") : fmt::format("{} calls", s.occurrences),
+                                   format_bytes(double(s.fused_bytes)), s.bandwidth_gbps, s.rate_from)},
       {"sequence", s.pattern}};
   return f;
 }
