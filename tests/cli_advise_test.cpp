@@ -182,6 +182,13 @@ TEST_F(CliAdvise, TableReadsTheRooflineAgainstASavedProbe) {
   ASSERT_EQ(low.status, 0) << low.out;
   EXPECT_TRUE(has(low.out, "above roof")) << low.out;
   EXPECT_FALSE(has(own.out, "above roof")) << own.out;
+  // A profile taken with --peaks carries the saved probe instead of measuring one.
+  r = run_opscope({"profile", "rmsnorm", "--impl", "naive", "--shape", "8x64", "--iters", "1", "--peaks",
+                   slow.string(), "--out", (dir / "with_peaks").string()});
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "device peaks: from " + slow.string())) << r.out;
+  CliResult carried = run_opscope({"table", (dir / "with_peaks" / "naive").string()});
+  EXPECT_TRUE(has(carried.out, "above roof")) << carried.out;
   CliResult hand = run_opscope({"table", naive, "--peak-gbps", "0.000001"});
   ASSERT_EQ(hand.status, 0) << hand.out;
   EXPECT_TRUE(has(hand.out, "above roof")) << hand.out;

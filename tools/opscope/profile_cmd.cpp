@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check_flag.h"
+#include "peaks_flag.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/opscope.h"
@@ -28,6 +29,7 @@ namespace opscope::cli {
 namespace {
 
 struct ProfileArgs {
+  std::string peaks;  // a saved probe instead of measuring (--peaks)
   std::string impl = "all", shape = "4096x4096", dtype = "f32", device = "cpu", out = "opscope-profile";
   std::string cores = "all", layers = "all", sort_by = "self_device_time_total";
   int iters = 5, warmup = 3, row_limit = 15;
@@ -67,9 +69,7 @@ void run_profile(const ProfileArgs& a) {
   fmt::print("{}\nRMSNorm {}x{} {}, {} iterations per implementation\n\n", cpu().description(), st.rows, st.hidden,
              a.dtype, a.iters);
   // The roofline's ceilings, measured before profiling; every profile carries them.
-  const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
-  prof::attach_device_peaks(peaks.to_json());
-  fmt::print("{}\n", peaks.summary());
+  fmt::print("{}\n", attach_peaks(a.peaks));
   Tensor x = randn({st.rows, st.hidden}, 0, st.dtype);
   Tensor w = rand({st.hidden}, 1, st.dtype, nullptr, 0.5f, 1.5f);
   std::vector<std::pair<std::string, double>> device_ms;
@@ -124,6 +124,7 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--shape", a->shape, "ROWSxHIDDEN")->capture_default_str();
   sub->add_option("--dtype", a->dtype, "f32, bf16 or f16")->capture_default_str();
   sub->add_option("--device", a->device, "device to run on")->capture_default_str();
+  sub->add_option("--peaks", a->peaks, "device peaks from this saved probe (`opscope probe --save`), not measured now");
   sub->add_option("--out", a->out, "output folder (one subfolder per implementation)")->capture_default_str();
   sub->add_option("--cores", a->cores, "device cores to trace: all, 0,1, 0-3")->capture_default_str();
   sub->add_option("--layers", a->layers, "framework,runtime,device or all")->capture_default_str();
