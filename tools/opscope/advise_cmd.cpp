@@ -27,7 +27,8 @@ struct AdviseArgs {
 
 void add_advise_command(CLI::App& app) {
   auto a = std::make_shared<AdviseArgs>();
-  CLI::App* cmd = app.add_subcommand("advise", "Rank fusable op sequences in a profile by the device time fusing saves");
+  CLI::App* cmd = app.add_subcommand(
+      "advise", "Name what to fix in a profile (fusable op sequences, host-bound idle time) and what each saves");
   cmd->add_option("dir", a->dir, "Profile folder (with profile.db) or profile.db file")->required();
   cmd->add_option("--limit", a->limit, "Suggestions to print (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-ops", a->min_ops, "Shortest op sequence to suggest")->capture_default_str()->check(CLI::Range(2, 1000));
