@@ -3,15 +3,19 @@
 // a fused kernel would move are known exactly.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "opscope/advisor/advise.h"
+#include "opscope/advisor/patterns.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/record_function.h"
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/device.h"
+#include "trace_util.h"
 
 using namespace opscope;
 using namespace opscope::prof;
@@ -104,7 +108,10 @@ TEST(Advise, ChainsBreakAtOpsThatNeverFuseAndNotAtViews) {
   EXPECT_NEAR(a.launch_cost_ns, 1000, 50);
   // One launch is saved per occurrence at least.
   EXPECT_GE(s.predicted_saved_ns, 2 * a.launch_cost_ns - 1);
-  EXPECT_NE(a.table().find("silu → mul (layers.N/mlp)"), std::string::npos) << a.table();
+  EXPECT_NE(a.table().find("silu → mul"), std::string::npos) << a.table();
+  EXPECT_NE(a.table().find("2 ops × 2 calls in layers.N/mlp"), std::string::npos) << a.table();
+  EXPECT_EQ(s.known_op, "SiLU·mul (SwiGLU)");
+  EXPECT_EQ(s.scope, "mlp");
   auto j = nlohmann::json::parse(a.to_json());
   EXPECT_EQ(j["suggestions"][0]["occurrences"], 2);
   EXPECT_EQ(j["suggestions"][0]["example_ops"].size(), 2u);
@@ -151,7 +158,8 @@ TEST(Advise, WithinKeepsChainsInsideEachScopeInstance) {
   for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
   advisor::Advice all = advisor::advise(b.t);
   ASSERT_EQ(all.suggestions.size(), 1u) << all.table();
-  EXPECT_EQ(all.suggestions[0].pattern, "silu → mul → silu → mul → add");  // one chain across both
+  EXPECT_EQ(all.suggestions[0].pattern, "silu → mul");  // each range's own chain; the add outside is alone
+  EXPECT_EQ(all.suggestions[0].occurrences, 2);
   advisor::AdviseOptions o;
   o.within = "llama_swiglu";
   advisor::Advice in = advisor::advise(b.t, o);
@@ -179,6 +187,9 @@ TEST(Advise, RefusesProfilesWithoutOpsOrDeviceTime) {
   advisor::AdviseOptions o;
   o.min_ops = 1;
   EXPECT_THROW(advisor::advise(b.t, o), Error);
+  Builder one;
+  one.op("add", 0, 1000, 100, "[(5) f32, (5) f32]", 20);
+  EXPECT_EQ(msg(one.t).rfind("[advise] the profile has a single kernel launch", 0), 0u) << msg(one.t);
 }
 
 TEST(Advise, FindsTheSixOpRmsNormInARealProfile) {
@@ -205,9 +216,147 @@ TEST(Advise, FindsTheSixOpRmsNormInARealProfile) {
   EXPECT_EQ(s.context, "rmsnorm naive");
   EXPECT_EQ(s.occurrences, 3);
   EXPECT_EQ(s.launches, 18);
-  // x (read by x*x and by x*r), w and the output: 3·R·H + H floats per call.
-  EXPECT_EQ(s.fused_bytes, 3 * 4 * (3 * R * H + H));
+  EXPECT_EQ(s.known_op, "RMSNorm");
+  EXPECT_NE(s.fix.find("rms_norm"), std::string::npos) << s.fix;
+  EXPECT_NE(s.fix.find("opscope.ops.rms_norm"), std::string::npos) << s.fix;
+  // x once (the row x*r re-reads is still in cache), w and the output: 2·R·H + H floats per call.
+  EXPECT_EQ(s.fused_bytes, 3 * 4 * (2 * R * H + H));
   EXPECT_GT(s.bytes, s.fused_bytes);
   EXPECT_GT(s.predicted_saved_ns, 0);
-  EXPECT_TRUE(a.warnings.empty()) << a.warnings[0];
+  for (const std::string& w : a.warnings) EXPECT_EQ(w.find("record_shapes"), std::string::npos) << w;
+}
+
+// A chain ends where its range does: five calls of the six ops, back to back with no
+// other op between them, are five occurrences of one suggestion, not one 30-op chain.
+TEST(Advise, ChainsEndAtRangeBoundariesAndRepeatsAreCounted) {
+  Builder b;
+  b.t.tracks.resize(2);
+  const std::string x = "(64, 512) f32", r = "(64, 1) f32";
+  for (int call = 0; call < 5; ++call) {
+    uint64_t range = b.scope(EventKind::range, "rmsnorm naive", 0);
+    b.op("mul", range, 20000, 3 * 131072, "[" + x + ", " + x + "]", 131072);
+    b.op("mean", range, 8000, 131072, "[" + x + "]", 512);
+    b.op("add", range, 1000, 512, "[" + r + "]", 512);
+    b.op("rsqrt", range, 1000, 512, "[" + r + "]", 512);
+    b.op("mul", range, 20000, 2 * 131072 + 256, "[" + x + ", " + r + "]", 131072);
+    b.op("mul", range, 20000, 2 * 131072 + 2048, "[" + x + ", (512) f32]", 131072);
+  }
+  for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
+  advisor::Advice a = advisor::advise(b.t);
+  ASSERT_EQ(a.suggestions.size(), 1u) << a.table();
+  const advisor::Suggestion& s = a.suggestions[0];
+  EXPECT_EQ(s.ops.size(), 6u);
+  EXPECT_EQ(s.occurrences, 5);
+  EXPECT_EQ(s.count_text(), "6 ops × 5 calls");
+  EXPECT_EQ(s.known_op, "RMSNorm");
+  EXPECT_EQ(s.title(), "Replace the 6-op RMSNorm with one fused kernel");
+  EXPECT_EQ(s.scope, "rmsnorm naive");
+  auto j = nlohmann::json::parse(a.to_json());
+  EXPECT_EQ(j["suggestions"][0]["title"], s.title());
+  EXPECT_EQ(j["suggestions"][0]["figures"][0]["label"], "fix");
+}
+
+// Chains that compute a known op name it; others name the region to compile.
+TEST(Advise, NamesTheFusedOpAChainComputes) {
+  using advisor::known_op;
+  auto name = [](const std::vector<std::string>& ops, const std::string& next = "") {
+    const advisor::KnownOp* k = known_op(ops, next);
+    return k ? k->name : std::string("(none)");
+  };
+  EXPECT_EQ(name({"pow", "mean", "add", "rsqrt", "mul", "mul"}), "RMSNorm");
+  EXPECT_EQ(name({"to", "mul", "mean", "add", "rsqrt", "mul", "to", "mul"}), "RMSNorm");
+  EXPECT_EQ(name({"max", "sub", "exp", "sum", "div"}), "softmax");
+  EXPECT_EQ(name({"mean", "sub", "pow", "mean", "add", "rsqrt", "mul", "mul", "add"}), "LayerNorm");
+  EXPECT_EQ(name({"silu", "mul"}), "SiLU·mul (SwiGLU)");
+  EXPECT_EQ(name({"pow", "mul", "add", "mul", "tanh", "add", "mul", "mul"}), "GELU (tanh)");
+  EXPECT_EQ(name({"mul", "add"}, "softmax"), "attention scale-mask");
+  EXPECT_EQ(known_op({"mul", "add"}), nullptr);  // x * a + b alone is no known op
+  EXPECT_EQ(known_op({"add", "mul", "exp"}), nullptr);
+
+  Builder b;
+  b.t.tracks.resize(2);
+  uint64_t blk = b.scope(EventKind::range, "block", 0);
+  b.op("add", blk, 3000, 12288, "[(8, 128) f32, (8, 128) f32]", 4096);
+  b.op("exp", blk, 3000, 8192, "[(8, 128) f32]", 4096);
+  for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
+  advisor::Advice a = advisor::advise(b.t);
+  ASSERT_EQ(a.suggestions.size(), 1u) << a.table();
+  EXPECT_EQ(a.suggestions[0].known_op, "");
+  EXPECT_EQ(a.suggestions[0].fix, "compile the region 'block' (one generated kernel)");
+  EXPECT_EQ(a.suggestions[0].title(), "Compile 'block': 2 fusable ops in a row");
+}
+
+// With the probe's levels in the profile, a fused kernel is priced at the rate of the
+// memory level its working set lives in: beyond the caches the DRAM rate, not the rate
+// a small cache-resident op reached.
+TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
+  auto build = [](int64_t rows) {
+    Builder b;
+    b.t.tracks.resize(2);
+    b.t.config_json = R"({"device_peaks": {"stream_gbps": 30.0, "matmul_gflops": 100.0, "levels": [
+        {"working_set_bytes": 1048576, "gbps": 200.0, "store_gbps": 150.0},
+        {"working_set_bytes": 134217728, "gbps": 30.0, "store_gbps": 25.0}]}})";
+    const int64_t n = rows * 4096 * 4;  // bytes of x
+    const std::string x = fmt::format("({}, 4096) f32", rows), r = fmt::format("({}, 1) f32", rows);
+    uint64_t range = b.scope(EventKind::range, "rmsnorm naive", 0);
+    // Ops at 25 GB/s (1 byte/ns = 1 GB/s) plus the 1000 ns launch cost.
+    b.op("mul", range, 1000 + 2 * n / 25, 2 * n, "[" + x + ", " + x + "]", n);
+    b.op("mean", range, 1000 + n / 25, n, "[" + x + "]", rows * 4);
+    b.op("add", range, 1000, rows * 8, "[" + r + "]", rows * 4);
+    b.op("rsqrt", range, 1000, rows * 8, "[" + r + "]", rows * 4);
+    b.op("mul", range, 1000 + 2 * n / 25, 2 * n, "[" + x + ", " + r + "]", n);
+    b.op("mul", range, 1000 + 2 * n / 25, 2 * n, "[" + x + ", (4096) f32]", n);
+    for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
+    return advisor::advise(b.t);
+  };
+  advisor::Advice big = build(4096);  // 64 MiB x: 128 MiB working set
+  ASSERT_EQ(big.suggestions.size(), 1u) << big.table();
+  const advisor::Suggestion& s = big.suggestions[0];
+  EXPECT_EQ(s.fused_bytes, 2 * int64_t(4096) * 4096 * 4 + 4096 * 4);
+  EXPECT_NEAR(s.bandwidth_gbps, 25.0, 1e-9);  // the DRAM rate with ordinary stores
+  EXPECT_NE(s.rate_from.find("beyond the caches"), std::string::npos) << s.rate_from;
+  EXPECT_NEAR(s.predicted_fused_ns(), big.launch_cost_ns + double(s.fused_bytes) / 25.0, 2);
+  advisor::Advice small = build(16);  // 256 KiB x: under the smallest level, its rate
+  ASSERT_EQ(small.suggestions.size(), 1u) << small.table();
+  EXPECT_NEAR(small.suggestions[0].bandwidth_gbps, 150.0, 1e-9);
+  EXPECT_NE(small.suggestions[0].rate_from.find("in cache"), std::string::npos);
+}
+
+// Gaps with no kernel running, ended by a launch the host submitted after the gap
+// began, are idle time the host caused; a kernel queued ahead of time is not.
+TEST(Advise, MeasuresTheDevicesWaitForTheHost) {
+  Trace t;
+  t.tracks.resize(2);
+  uint64_t id = 1;
+  auto add_op = [&](int64_t submit, int64_t k0, int64_t k1) {
+    t.events.push_back(test::scope(EventKind::op, "add", id, 0, submit - 100, submit));
+    TraceEvent l;
+    l.kind = EventKind::launch;
+    l.name = "add_f32";
+    l.id = 1000 + id;
+    l.parent = id;
+    l.t0 = submit - 50;
+    l.t1 = submit;
+    l.bytes = 100;
+    t.events.push_back(l);
+    TraceEvent k = l;
+    k.kind = EventKind::kernel;
+    k.t0 = k0;
+    k.t1 = k1;
+    k.track = 1;
+    t.events.push_back(k);
+    ++id;
+  };
+  add_op(0, 10, 110);        // kernel 10..110
+  add_op(300, 310, 410);     // submitted at 300, after the device went idle at 110: 200 idle
+  add_op(350, 410, 510);     // queued while the previous ran: no gap
+  add_op(800, 810, 910);     // 300 idle
+  advisor::Advice a = advisor::advise(t);
+  EXPECT_EQ(a.host_wait.idle_ns, 200 + 300);
+  EXPECT_EQ(a.host_wait.gaps, 2);
+  EXPECT_EQ(a.host_wait.span_ns, 900);
+  EXPECT_TRUE(a.host_wait.significant());
+  EXPECT_NE(a.table().find("Host-bound: The device waits on the host for"), std::string::npos) << a.table();
+  EXPECT_NE(a.host_wait_text().find("(56%), in 2 gaps"), std::string::npos) << a.host_wait_text();
+  EXPECT_NE(a.host_wait_text().find("fuse or compile"), std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "opscope/advisor/advise.h"
 #include "opscope/explorer/api.h"
 #include "opscope/explorer/server.h"
 #include "opscope/explorer/summary.h"
@@ -19,6 +20,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace opscope::explorer;
+namespace advisor = opscope::advisor;
 using opscope::prof::EventKind;
 
 namespace {
@@ -115,23 +117,37 @@ TEST(ExplorerCorrelation, NaiveRmsNormChainOpToLaunchesToKernels) {
   EXPECT_EQ(up.kernels.size(), 4u);  // its sibling slices on the other cores
 }
 
-TEST(ExplorerSummary, NaiveRmsNormIsFusableAndLaunchBoundOnSmallShapes) {
-  json s = summarize(*rmsnorm("naive", 4, 4096));
-  std::set<std::string> kinds;
-  for (const auto& r : s["recommendations"]) kinds.insert(r["kind"].get<std::string>());
-  EXPECT_TRUE(kinds.count("fuse")) << s["recommendations"].dump(2);
-  EXPECT_TRUE(kinds.count("launch_bound")) << s["recommendations"].dump(2);
-  for (const auto& r : s["recommendations"]) {
-    EXPECT_TRUE(r.contains("evidence"));
-    if (r["kind"] == "fuse") {
-      EXPECT_NE(r["evidence"]["sequence"].get<std::string>().find("pow_f32"), std::string::npos);
-      EXPECT_EQ(r["evidence"]["occurrences"], 3);
-    }
+// The summary's recommendations are the advisor's own findings (one engine): the same
+// titles, named fixes and figures as `opscope advise`, with human labels.
+TEST(ExplorerSummary, RecommendationsAreTheAdvisorsSuggestions) {
+  auto naive = rmsnorm("naive", 4, 4096);
+  json s = summarize(*naive);
+  advisor::Advice a = advisor::advise(naive->trace());
+  ASSERT_FALSE(a.suggestions.empty()) << a.table();
+  const json* fuse = nullptr;
+  for (const auto& r : s["recommendations"])
+    if (r["kind"] == "fuse" && !fuse) fuse = &r;
+  ASSERT_NE(fuse, nullptr) << s["recommendations"].dump(2);
+  const advisor::Suggestion& top = a.suggestions[0];
+  EXPECT_EQ((*fuse)["title"], "Replace the 6-op RMSNorm with one fused kernel");
+  EXPECT_EQ((*fuse)["title"], top.title());
+  EXPECT_EQ((*fuse)["detail"], top.fix);
+  EXPECT_DOUBLE_EQ((*fuse)["impact_ns"].get<double>(), top.predicted_saved_ns);
+  auto figures = a.figures(top);
+  ASSERT_EQ((*fuse)["evidence"].size(), figures.size());
+  for (size_t i = 0; i < figures.size(); ++i) {
+    EXPECT_EQ((*fuse)["evidence"][i]["label"], figures[i].first);
+    EXPECT_EQ((*fuse)["evidence"][i]["text"], figures[i].second);
+    EXPECT_EQ(figures[i].first.find('_'), std::string::npos) << "a raw field name: " << figures[i].first;
   }
+  EXPECT_NE((*fuse)["evidence"][2]["text"].get<std::string>().find("6 ops × 3 calls in rmsnorm naive"),
+            std::string::npos)
+      << (*fuse)["evidence"].dump();
+  EXPECT_FALSE((*fuse)["events"].empty());
   EXPECT_EQ(s["cores"].size(), 4u);
   EXPECT_GT(s["device_ns"].get<int64_t>(), 0);
   EXPECT_GT(s["host_ns"].get<int64_t>(), 0);
-  // The built-in is one kernel: nothing to fuse.
+  // The built-in is one kernel per call: nothing to fuse.
   json b = summarize(*rmsnorm("builtin", 4, 4096));
   for (const auto& r : b["recommendations"]) EXPECT_NE(r["kind"], "fuse");
 }

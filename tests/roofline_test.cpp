@@ -77,7 +77,10 @@ TEST(Roofline, ProfilesCarryTheAttachedPeaks) {
   const prof::Trace& t = session.trace();
   auto j = nlohmann::json::parse(t.config_json);
   ASSERT_TRUE(j.contains("device_peaks")) << t.config_json;
-  EXPECT_DOUBLE_EQ(j["peak_gbps"].get<double>(), p.copy_gbps);
+  // The profile records how steady the probe was, so a reader sees a busy machine's roof.
+  EXPECT_DOUBLE_EQ(j["device_peaks"]["spread"].get<double>(), p.spread);
+  EXPECT_EQ(j["device_peaks"]["levels"].size(), p.levels.size());
+  EXPECT_DOUBLE_EQ(j["peak_gbps"].get<double>(), p.stream_gbps);  // the best streaming rate is the roof
   prof::KeyAverages ka = prof::key_averages(t);
   ASSERT_TRUE(ka.roofline().known());
   EXPECT_DOUBLE_EQ(ka.roofline().peak_gflops, p.matmul_gflops);
@@ -91,4 +94,66 @@ TEST(Roofline, ProfilesCarryTheAttachedPeaks) {
     }
   EXPECT_TRUE(saw_matmul);
   EXPECT_NE(ka.table().find("% Roofline"), std::string::npos);
+}
+
+// The probe keeps the best streaming rate per working set over several kernels (read,
+// copy, triad, with and without non-temporal stores) and the spread of its repetitions.
+TEST(Probe, KeepsTheBestStreamingRatePerLevelAndItsSpread) {
+  runtime::DevicePeaks p = runtime::measure_peaks(cpu(), small());
+  ASSERT_EQ(p.levels.size(), 2u);  // 512 KiB and 4 MiB
+  EXPECT_EQ(p.levels[0].working_set_bytes, int64_t(512) << 10);
+  EXPECT_EQ(p.levels[1].working_set_bytes, int64_t(4) << 20);
+  for (const auto& l : p.levels) {
+    EXPECT_GT(l.gbps, 0);
+    EXPECT_GE(l.gbps, l.store_gbps);  // the best of all kernels, ordinary stores among them
+    EXPECT_GE(l.spread, 0);
+  }
+  EXPECT_DOUBLE_EQ(p.stream_gbps, p.levels.back().gbps);
+  EXPECT_GE(p.stream_gbps, p.copy_gbps);  // copy is one of the kernels
+  EXPECT_GE(p.stream_gbps, p.triad_gbps);
+  EXPECT_DOUBLE_EQ(p.spread, p.levels.back().spread);
+  auto j = nlohmann::json::parse(p.to_json());
+  EXPECT_DOUBLE_EQ(j["stream_gbps"].get<double>(), p.stream_gbps);
+  EXPECT_EQ(j["levels"].size(), 2u);
+  EXPECT_TRUE(j.contains("spread"));
+  EXPECT_EQ(j["busy"].get<bool>(), p.busy());
+  // A profile carrying these peaks reads them back: roof, levels and spread.
+  prof::Roofline r = prof::roofline_from_config(prof::with_device_peaks("{}", p.to_json()));
+  EXPECT_DOUBLE_EQ(r.peak_gbps, p.stream_gbps);
+  ASSERT_EQ(r.levels.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.spread, p.spread);
+  EXPECT_NE(p.summary().find("spread"), std::string::npos);
+}
+
+// The memory roof for a working set: log-interpolated between the probe's levels, the
+// largest's beyond them; a point above the roof is flagged, not printed as 128%.
+TEST(Roofline, RoofDependsOnTheWorkingSetAndPointsAboveItAreFlagged) {
+  prof::Roofline r = prof::roofline_from_config(R"({"device_peaks": {"stream_gbps": 30, "matmul_gflops": 100,
+      "spread": 0.4, "levels": [{"working_set_bytes": 4194304, "gbps": 120, "store_gbps": 100},
+                                {"working_set_bytes": 1048576, "gbps": 200, "store_gbps": 150},
+                                {"working_set_bytes": 134217728, "gbps": 30, "store_gbps": 25}]}})");
+  ASSERT_EQ(r.levels.size(), 3u);
+  EXPECT_EQ(r.levels[0].working_set, 1048576);  // sorted
+  EXPECT_DOUBLE_EQ(r.spread, 0.4);
+  EXPECT_DOUBLE_EQ(r.gbps_at(512 << 10), 200);
+  EXPECT_DOUBLE_EQ(r.gbps_at(2 << 20), 160);  // halfway in log between 1 and 4 MiB
+  EXPECT_DOUBLE_EQ(r.gbps_at(1e9), 30);
+  EXPECT_DOUBLE_EQ(r.gbps_at(0), 30);  // unknown size: the memory roof
+  EXPECT_DOUBLE_EQ(r.store_gbps_at(2 << 20), 125);
+  EXPECT_DOUBLE_EQ(r.store_gbps_at(1e9), 25);
+  EXPECT_DOUBLE_EQ(r.fraction(15, 0), 0.5);
+  EXPECT_DOUBLE_EQ(r.fraction(100, 0, 1 << 20), 0.5);  // against the cache's roof
+  EXPECT_EQ(prof::Roofline::format_fraction(0.873), "87.3%");
+  EXPECT_EQ(prof::Roofline::format_fraction(1.04), "104.0%");  // noise
+  EXPECT_EQ(prof::Roofline::format_fraction(1.28), "above roof");
+  // Older profiles: copy_gbps is the roof, no levels.
+  prof::Roofline old = prof::roofline_from_config(R"({"device_peaks": {"copy_gbps": 22.6, "matmul_gflops": 100}})");
+  EXPECT_DOUBLE_EQ(old.peak_gbps, 22.6);
+  EXPECT_DOUBLE_EQ(old.gbps_at(1 << 20), 22.6);
+  EXPECT_DOUBLE_EQ(old.store_gbps_at(1 << 20), 22.6);
+  EXPECT_THROW(prof::with_device_peaks("{}", "[1, 2]"), Error);
+  std::string hand = prof::with_peak_gbps(R"({"device_peaks": {"copy_gbps": 5, "matmul_gflops": 100}})", 40);
+  prof::Roofline h = prof::roofline_from_config(hand);
+  EXPECT_DOUBLE_EQ(h.peak_gbps, 40);
+  EXPECT_DOUBLE_EQ(h.peak_gflops, 100);
 }

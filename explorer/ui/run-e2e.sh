@@ -25,4 +25,4 @@ mkdir -p "$work/corrupt"
 printf 'not a database' >"$work/corrupt/profile.db"
 dirs+=("$work/corrupt")
 cd "$ui"
-node e2e/run.mjs --server "$build/tools/explorer/opscope-explore" --out "$artifacts" -- "${dirs[@]}"
+node e2e/run.mjs --server "$build/tools/explorer/opscope-explore" --cli "$build/tools/opscope" --out "$artifacts" -- "${dirs[@]}"

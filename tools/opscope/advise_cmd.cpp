@@ -1,7 +1,8 @@
-// opscope advise DIR [--limit N] [--json] [--min-ops N] [--verify [--top K] [--reps R]]
-// ranks the fusable op sequences of a saved profile by the device time fusing each
-// would save; --verify compiles the suggested regions of the decoder case study,
-// profiles again and prints predicted against realized savings.
+// opscope advise DIR [--limit N] [--json] [--min-ops N] [--peaks FILE] [--verify [--top K] [--reps R]]
+// names what to change in a saved profile and what each change saves (advisor/advise.h);
+// --verify re-runs the case study behind the profile with the fixes applied (the
+// RMSNorm case study's fused kernels, the decoder's compiled regions) and prints
+// predicted against realized savings.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -10,13 +11,14 @@
 #include "opscope/advisor/advise.h"
 #include "opscope/advisor/verify.h"
 #include "opscope/core/error.h"
+#include "opscope/profiler/roofline.h"
 #include "open_profile.h"
 
 namespace opscope::cli {
 namespace {
 
 struct AdviseArgs {
-  std::string dir;
+  std::string dir, peaks;
   int limit = 10, min_ops = 2, top = 3, reps = 3;
   bool json = false, verify = false;
 };
@@ -25,22 +27,25 @@ struct AdviseArgs {
 
 void add_advise_command(CLI::App& app) {
   auto a = std::make_shared<AdviseArgs>();
-  CLI::App* cmd = app.add_subcommand("advise", "Rank fusable op sequences in a profile by the device time fusing saves");
+  CLI::App* cmd = app.add_subcommand(
+      "advise", "Name what to fix in a profile (fusable op sequences, host-bound idle time) and what each saves");
   cmd->add_option("dir", a->dir, "Profile folder (with profile.db), profile.db file, or a torch.profiler trace (.json, .json.gz)")->required();
   cmd->add_option("--limit", a->limit, "Suggestions to print (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-ops", a->min_ops, "Shortest op sequence to suggest")->capture_default_str()->check(CLI::Range(2, 1000));
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
+  cmd->add_option("--peaks", a->peaks, "Price with this saved probe (`opscope probe --save FILE`), not the profile's");
   cmd->add_flag("--verify", a->verify,
-                "Compile the suggested regions (decoder profiles from `opscope profile llama`), profile again and "
+                "Re-run the profiled case study (`opscope profile rmsnorm` or `llama`) with the fixes applied and "
                 "print predicted vs realized savings");
   cmd->add_option("--top", a->top, "With --verify: how many of the top suggestions to check")
       ->capture_default_str()->check(CLI::Range(1, 20));
   cmd->add_option("--reps", a->reps, "With --verify: alternated baseline/compiled runs per region (median)")
       ->capture_default_str()->check(CLI::Range(1, 50));
   cmd->callback([a] {
-    prof::Trace trace = open_profile(a->dir);
     advisor::AdviseOptions o;
     o.min_ops = a->min_ops;
+    if (!a->peaks.empty()) o.peaks_json = prof::load_device_peaks(a->peaks);
+    prof::Trace trace = open_profile(a->dir);
     advisor::Advice advice = advisor::advise(trace, o);
     if (!a->verify) {
       std::string out = a->json ? advice.to_json(a->limit) : advice.table(a->limit);

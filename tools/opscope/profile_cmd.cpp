@@ -7,12 +7,15 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "check_flag.h"
 #include "table_flags.h"
+#include "peaks_flag.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/opscope.h"
+#include "opscope/profiler/annotate.h"
 #include "opscope/profiler/config.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/memory.h"
@@ -27,6 +30,7 @@ namespace opscope::cli {
 namespace {
 
 struct ProfileArgs {
+  std::string peaks;  // a saved probe instead of measuring (--peaks)
   std::string impl = "all", shape = "4096x4096", dtype = "f32", device = "cpu", out = "opscope-profile";
   std::string cores = "all", layers = "all", sort_by = "self_device_time_total";
   int iters = 5, warmup = 3, row_limit = 15;
@@ -68,9 +72,7 @@ void run_profile(const ProfileArgs& a) {
   fmt::print("{}\nRMSNorm {}x{} {}, {} iterations per implementation\n\n", cpu().description(), st.rows, st.hidden,
              a.dtype, a.iters);
   // The roofline's ceilings, measured before profiling; every profile carries them.
-  const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
-  prof::attach_device_peaks(peaks.to_json());
-  fmt::print("device peaks: copy {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s\n\n", peaks.copy_gbps, peaks.matmul_gflops);
+  fmt::print("{}\n", attach_peaks(a.peaks));
   Tensor x = randn({st.rows, st.hidden}, 0, st.dtype);
   Tensor w = rand({st.hidden}, 1, st.dtype, nullptr, 0.5f, 1.5f);
   std::vector<std::pair<std::string, double>> device_ms;
@@ -79,6 +81,15 @@ void run_profile(const ProfileArgs& a) {
     cpu().synchronize();
     prof::ProfilerConfig c = cfg;
     c.output_dir = (std::filesystem::path(a.out) / name).string();
+    // What ran, so `opscope advise --verify` can run it again with the fix.
+    nlohmann::json workload = {{"case", "rmsnorm"}, {"impl", name},   {"rows", st.rows}, {"hidden", st.hidden},
+                               {"dtype", a.dtype},  {"iters", a.iters}, {"eps", 1e-6}};
+    prof::set_trace_annotator("rmsnorm workload", [workload](prof::Trace& t) {
+      auto j = t.config_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(t.config_json, nullptr, false);
+      if (!j.is_object()) return;
+      j["workload"] = workload;
+      t.config_json = j.dump();
+    });
     prof::Profiler p(c);
     p.start();
     for (int i = 0; i < a.iters; ++i) {
@@ -88,6 +99,7 @@ void run_profile(const ProfileArgs& a) {
       cpu().synchronize();
     }
     p.stop();
+    prof::set_trace_annotator("rmsnorm workload", nullptr);
     const prof::Trace& t = p.trace();
     prof::export_profile(t, c.output_dir);
     auto ka = prof::key_averages(t);
@@ -115,6 +127,7 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--shape", a->shape, "ROWSxHIDDEN")->capture_default_str();
   sub->add_option("--dtype", a->dtype, "f32, bf16 or f16")->capture_default_str();
   sub->add_option("--device", a->device, "device to run on")->capture_default_str();
+  sub->add_option("--peaks", a->peaks, "device peaks from this saved probe (`opscope probe --save`), not measured now");
   sub->add_option("--out", a->out, "output folder (one subfolder per implementation)")->capture_default_str();
   sub->add_option("--cores", a->cores, "device cores to trace: all, 0,1, 0-3")->capture_default_str();
   sub->add_option("--layers", a->layers, "framework,runtime,device or all")->capture_default_str();

@@ -27,6 +27,7 @@
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/probe.h"
 #include "table_flags.h"
+#include "peaks_flag.h"
 
 namespace opscope::cli {
 
@@ -37,6 +38,7 @@ using models::LlamaConfig;
 using models::LlamaModel;
 
 struct LlamaArgs {
+  std::string peaks;  // a saved probe instead of measuring (--peaks)
   std::string preset = "tiny", layers, vocab, tokens = "32", decode = "4", mode = "all", dtype = "f32";
   std::string weights, seed = "0", out = "opscope-profile/llama", iters = "3", warmup = "1";
   std::string sort_by = "self_device_time_total", row_limit = "25";
@@ -126,9 +128,7 @@ void run_llama(const LlamaArgs& a) {
 
   Tensor prompt = models::llama_prompt(cfg, tokens, seed);
   // The roofline's ceilings, measured before profiling; every profile carries them.
-  const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
-  prof::attach_device_peaks(peaks.to_json());
-  fmt::print("device peaks: copy {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s\n\n", peaks.copy_gbps, peaks.matmul_gflops);
+  fmt::print("{}\n", attach_peaks(a.peaks));
 
   std::vector<ModeResult> results;
   for (const std::string& mode : modes) {
@@ -210,6 +210,7 @@ void add_profile_llama_command(CLI::App& profile) {
   sub->add_option("--dtype", a->dtype, "f32, bf16 or f16")->capture_default_str();
   sub->add_option("--weights", a->weights, "a safetensors file with Hugging Face names (default: seeded random weights)");
   sub->add_option("--seed", a->seed, "seed of the random weights and prompt")->capture_default_str()->type_name("N");
+  sub->add_option("--peaks", a->peaks, "device peaks from this saved probe (`opscope probe --save`), not measured now");
   sub->add_option("--out", a->out, "output folder (one subfolder per mode)")->capture_default_str();
   sub->add_option("--iters", a->iters, "profiled generations per mode")->capture_default_str()->type_name("N");
   sub->add_option("--warmup", a->warmup, "unprofiled generations first (compilation happens here)")

@@ -1,5 +1,6 @@
 // opscope table DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--group-by-stack N]
 //                   [--time-unit U] [--columns a,b,c] [--wide] [--by-rank]
+//                   [--peaks FILE | --peak-gbps X] [--peak-gflops Y]
 // prints the key_averages table of a saved profile (or of a torch.profiler trace), as it was printed when profiled, and
 // each device's memory peak when the profile recorded the allocator.
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include "table_flags.h"
 #include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/memory.h"
+#include "opscope/profiler/roofline.h"
 #include "open_profile.h"
 #include "opscope/importer/ranks.h"
 
@@ -27,6 +29,8 @@ struct TableArgs {
   std::string time_unit;
   bool by_rank = false;
   TableFlags table;
+  std::string peaks;                       // a saved probe
+  double peak_gbps = 0, peak_gflops = 0;   // or roofs given by hand (0: not given)
 };
 
 }  // namespace
@@ -44,13 +48,23 @@ void add_table_command(CLI::App& app) {
   cmd->add_flag("--by-rank", args->by_rank,
                 "Profiles imported from several ranks: each rank's time per op and kernel, and the slowest rank");
   args->table.add_to(cmd);
+  cmd->add_option("--peaks", args->peaks, "Read % Roofline against this saved probe (`opscope probe --save FILE`)");
+  cmd->add_option("--peak-gbps", args->peak_gbps, "Read % Roofline against this memory bandwidth, GB/s");
+  cmd->add_option("--peak-gflops", args->peak_gflops, "Compute peak for the roofline, GFLOP/s (instead of the profile's)");
   cmd->callback([args] {
     // The flags first: a typo should not wait for a large profile to load.
     prof::KeyAverages none;
     check_flag("--sort-by", [&] { none.sorted(args->sort_by); });
     check_flag("--time-unit", [&] { none.table("", 1, args->time_unit); });
+    check_peak_flags(args->peak_gbps, args->peak_gflops);
+    if (!args->peaks.empty() && args->peak_gbps > 0) fail("--peaks", "give --peaks or --peak-gbps, not both");
     prof::TableLayout layout = args->table.layout();
+    std::string peaks = args->peaks.empty() ? "" : prof::load_device_peaks(args->peaks);
     prof::Trace trace = open_profile(args->dir);
+    // The same machine's roof for every profile: a run on a busy machine probed low.
+    if (!peaks.empty()) trace.config_json = prof::with_device_peaks(trace.config_json, peaks);
+    if (args->peak_gbps > 0) trace.config_json = prof::with_peak_gbps(trace.config_json, args->peak_gbps);
+    importer::override_peaks(trace, 0, args->peak_gflops);
     if (args->by_rank) {
       std::fputs(importer::rank_table(trace).text(args->row_limit).c_str(), stdout);
       return;

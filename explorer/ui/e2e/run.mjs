@@ -1,15 +1,16 @@
 // End-to-end tests of the explorer in a real browser (Debian's Chromium, headless, driven
 // by playwright-core): start the server on saved profiles, open them, read the timeline,
 // follow an op to its kernels, compare two profiles. Screenshots go to --out.
-//   node e2e/run.mjs --server BUILD/tools/explorer/opscope-explore --out DIR -- PROFILE_DIR...
+//   node e2e/run.mjs --server BUILD/tools/explorer/opscope-explore [--cli BUILD/tools/opscope] --out DIR -- PROFILE_DIR...
 import { chromium } from 'playwright-core';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : fallback; };
 const server = opt('--server');
+const cli = opt('--cli');  // the opscope CLI, to compare its advice with the summary's
 const out = opt('--out', 'e2e-artifacts');
 const profiles = argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : [];
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -222,11 +223,42 @@ await check('summary shows recommendations with evidence', async () => {
   await page.goto(`${url}#/p/${ids.naive}/summary`);
   await page.waitForSelector('[data-testid=recommendations] li');
   const text = await page.textContent('[data-testid=recommendations]');
-  assert(/Fuse or compile/.test(text), `recommendations: ${text.slice(0, 300)}`);
+  assert(/Replace the 6-op RMSNorm with one fused kernel/.test(text), `recommendations: ${text.slice(0, 300)}`);
+  assert(!/_ns|_gbps|estimated_saving/.test(text), `raw field names in the recommendations: ${text.slice(0, 300)}`);
   // The naive version's allocator peak, in one of its six ops.
   const peak = await page.textContent('[data-testid=memory-peak]');
   assert(/peak memory · cpu:0\s*[\d.]+ (KiB|MiB)\s*in rmsnorm naive > \w+/.test(peak), `memory peak: ${peak}`);
   await shot('06-summary');
+});
+
+await check('summary shows the advisor\'s suggestions and figures, as the CLI prints them', async () => {
+  // One engine: `opscope advise --json` on the same profile names the same fixes and figures.
+  assert(cli, 'no --cli given');
+  const dir = profiles.find((d) => /naive$/.test(d));
+  const advice = JSON.parse(execFileSync(cli, ['advise', dir, '--json', '--limit', '5'], { encoding: 'utf8' }));
+  assert(advice.suggestions.length > 0, 'the CLI found nothing to fuse');
+  await page.goto(`${url}#/p/${ids.naive}/summary`);
+  await page.waitForSelector('[data-testid=recommendations] li');
+  const cards = await page.$$eval('[data-testid=recommendations] li.rec-fuse', (els) => els.map((e) => ({
+    title: e.querySelector('strong').textContent,
+    detail: e.querySelector('p').textContent,
+    figures: [...e.querySelectorAll('.ev')].map((f) => [f.querySelector('dt').textContent, f.querySelector('dd').textContent]),
+  })));
+  assert(cards.length === advice.suggestions.length, `${cards.length} cards, ${advice.suggestions.length} suggestions`);
+  advice.suggestions.forEach((s, i) => {
+    const c = cards[i];
+    assert(c.title === s.title, `#${i + 1} title: explorer "${c.title}", CLI "${s.title}"`);
+    assert(c.detail === s.fix, `#${i + 1} fix: explorer "${c.detail}", CLI "${s.fix}"`);
+    const want = s.figures.filter((f) => f.label !== 'fix').map((f) => [f.label, f.text]);
+    assert(JSON.stringify(c.figures) === JSON.stringify(want),
+      `#${i + 1} figures: explorer ${JSON.stringify(c.figures)}, CLI ${JSON.stringify(want)}`);
+  });
+  // The CLI's table prints the same figure lines.
+  const table = execFileSync(cli, ['advise', dir, '--limit', '5'], { encoding: 'utf8' });
+  for (const s of advice.suggestions) {
+    assert(table.includes(s.title), `CLI table lacks "${s.title}"`);
+    for (const f of s.figures) assert(table.includes(f.text), `CLI table lacks "${f.text}"`);
+  }
 });
 
 await check('summary plots the ops under the measured roofline', async () => {

@@ -35,7 +35,7 @@ export interface EventDetails extends EventBrief {
 
 export interface Recommendation {
   rank: number; kind: string; title: string; detail: string; impact_ns: number;
-  evidence: Record<string, unknown>; events: number[];
+  evidence: { label: string; text: string }[]; events: number[];
 }
 export interface Summary {
   span_ns: number; host_ns: number; device_ns: number; device_core_ns: number;

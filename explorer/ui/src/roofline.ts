@@ -47,7 +47,7 @@ export function rooflineSvg(r: RooflineData): string {
     const left = Math.max(a0, (10 ** y0) / r.peak_gbps);
     roof = `<polyline class="roof" data-testid="roof" points="${px(left)},${py(attainable(r, left))} ${px(r.ridge)},${py(r.peak_gflops)} ${px(a1)},${py(r.peak_gflops)}"/>` +
       `<text class="roof-label" x="${px(a1) - 4}" y="${py(r.peak_gflops) - 5}" text-anchor="end">${r.peak_gflops.toFixed(0)} GFLOP/s (matmul probe)</text>` +
-      `<text class="roof-label" x="${px(left) + 4}" y="${py(attainable(r, left)) - 6}">${formatGBps(r.peak_gbps)} (copy probe)</text>`;
+      `<text class="roof-label" x="${px(left) + 4}" y="${py(attainable(r, left)) - 6}">${formatGBps(r.peak_gbps)} (stream probe)</text>`;
   }
   const maxNs = Math.max(...r.points.map((p) => p.device_ns));
   const dots = r.points.map((p) => {

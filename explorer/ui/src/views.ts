@@ -59,9 +59,9 @@ export function renderSummary(host: HTMLElement, id: number, s: Summary, go: (ha
       <h2>Recommendations</h2>
       <ol class="recs" data-testid="recommendations">${s.recommendations.length ? s.recommendations.map((r) => `
         <li class="rec rec-${h(r.kind)}"><div class="rec-head"><span class="rank">${r.rank}</span><strong>${h(r.title)}</strong>
-          ${r.impact_ns ? `<span class="impact">up to ${formatDuration(r.impact_ns)}</span>` : ''}</div>
+          ${r.impact_ns ? `<span class="impact">${r.kind === 'fuse' ? 'saves' : 'idle'} ${formatDuration(r.impact_ns)}</span>` : ''}</div>
           <p>${h(r.detail)}</p>
-          <div class="evidence">${Object.entries(r.evidence).map(([k, v]) => `<span class="ev"><b>${h(k)}</b> ${h(evidenceValue(k, v))}</span>`).join('')}</div>
+          <dl class="evidence" data-testid="rec-figures">${r.evidence.filter((f) => f.label !== 'fix').map((f) => `<div class="ev"><dt>${h(f.label)}</dt><dd>${h(f.text)}</dd></div>`).join('')}</dl>
           ${r.events.length ? `<a class="button small" href="#/p/${id}/timeline?events=${r.events.join(',')}">Show in timeline</a>` : ''}
         </li>`).join('') : '<li class="muted">Nothing stands out.</li>'}</ol>
       <h2>Roofline</h2>
@@ -100,15 +100,6 @@ export function renderSummary(host: HTMLElement, id: number, s: Summary, go: (ha
 
 const peakBar = (f: number) =>
   `<span class="mini-bar"><span style="width:${Math.min(100, f * 100).toFixed(0)}%"></span></span> ${formatPct(f)}`;
-
-function evidenceValue(k: string, v: unknown): string {
-  if (typeof v !== 'number') return String(v);
-  if (k.endsWith('_ns')) return formatDuration(v);
-  if (k.endsWith('fraction')) return formatPct(v);
-  if (k === 'bytes') return formatBytes(v);
-  if (k.endsWith('gbps')) return formatGBps(v);
-  return formatCount(v);
-}
 
 export async function renderOps(host: HTMLElement, id: number, go: (hash: string) => void): Promise<void> {
   const t = await api.ops(id);

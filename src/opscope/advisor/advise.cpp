@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
-#include <unordered_set>
 
+#include "opscope/advisor/op_kinds.h"
+#include "opscope/advisor/patterns.h"
 #include "opscope/core/error.h"
 #include "opscope/profiler/roofline.h"
 
@@ -17,81 +17,14 @@ namespace opscope::advisor {
 using prof::EventKind;
 using prof::TraceEvent;
 
-bool fusable_op(std::string_view name) {
-  static const std::unordered_set<std::string_view> kFusable = {
-      "neg", "abs",  "exp", "log",     "sqrt",    "rsqrt", "sin", "cos",  "tanh", "sigmoid", "silu",     "gelu",
-      "relu", "add", "sub", "mul",     "div",     "pow",   "maximum", "minimum", "to", "contiguous", "clone",
-      "sum",  "mean", "max", "min",    "var"};
-  return kFusable.count(name) > 0;
-}
-
 namespace {
 
 struct Op {
   const TraceEvent* ev;
   int64_t device_ns = 0, bytes = 0, launches = 0, out_bytes = 0;
+  int64_t fanned = 0;  // launches that ran on more than one core
+  uint64_t range = 0;  // the innermost enclosing range instance: a chain ends where it does
 };
-
-int64_t dtype_bytes(std::string_view d) {
-  if (d == "f32" || d == "i32") return 4;
-  if (d == "bf16" || d == "f16" || d == "i16") return 2;
-  if (d == "i64" || d == "f64") return 8;
-  return 1;  // bool, u8, i8
-}
-
-// "[(4, 8) f32, (8) f32]" → the bytes of each input; empty when the op has no shapes.
-std::vector<int64_t> input_bytes(std::string_view s) {
-  std::vector<int64_t> out;
-  size_t i = 0;
-  while ((i = s.find('(', i)) != std::string_view::npos) {
-    size_t close = s.find(')', i);
-    if (close == std::string_view::npos) break;
-    int64_t numel = 1;
-    std::string_view dims = s.substr(i + 1, close - i - 1);
-    size_t p = 0;
-    while (p < dims.size()) {
-      while (p < dims.size() && !std::isdigit(static_cast<unsigned char>(dims[p]))) ++p;
-      if (p >= dims.size()) break;
-      int64_t v = 0;
-      while (p < dims.size() && std::isdigit(static_cast<unsigned char>(dims[p]))) v = v * 10 + (dims[p++] - '0');
-      numel *= v;
-    }
-    size_t d0 = close + 2, d1 = s.find_first_of(",]", d0);
-    std::string_view dt = d0 < s.size() ? s.substr(d0, d1 == std::string_view::npos ? std::string_view::npos : d1 - d0)
-                                        : std::string_view();
-    out.push_back(numel * dtype_bytes(dt));
-    i = close + 1;
-  }
-  return out;
-}
-
-std::string generalize(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    if (std::isdigit(static_cast<unsigned char>(s[i]))) {
-      out += 'N';
-      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    } else {
-      out += s[i++];
-    }
-  }
-  return out;
-}
-
-std::string classify(const std::vector<std::string>& ops) {
-  auto has = [&](std::initializer_list<const char*> names) {
-    for (auto& o : ops)
-      for (const char* n : names)
-        if (o == n) return true;
-    return false;
-  };
-  bool norm = has({"mean", "sum", "var"}) && has({"rsqrt", "sqrt", "div"});
-  if (norm) return ops.front() == "add" ? "residual+norm" : "norm";
-  if (has({"silu", "sigmoid", "gelu", "relu", "tanh"})) return "activation";
-  return "elementwise";
-}
-
-bool reduction(std::string_view op) { return op == "sum" || op == "mean" || op == "max" || op == "min" || op == "var"; }
 
 // An output of `p` bytes (from its allocation, rounded up to the caching allocator's
 // 512 B or 2 MiB blocks) can be the input of `b` bytes.
@@ -114,13 +47,21 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     fail("advise", "a pattern needs at least 2 ops (got {})", options.pattern.size());
   if (options.min_ops < 2) fail("advise", "min_ops must be at least 2 (got {})", options.min_ops);
   Advice adv;
-  prof::Roofline roof = prof::roofline_from_config(trace.config_json);
-  if (options.peak_gbps > 0) roof.peak_gbps = options.peak_gbps;
+  prof::Roofline roof = prof::roofline_from_config(
+      options.peaks_json.empty() ? trace.config_json : prof::with_device_peaks("", options.peaks_json));
+  if (options.peak_gbps > 0) {
+    roof.peak_gbps = options.peak_gbps;
+    roof.levels.clear();
+  }
   adv.peak_gbps = roof.peak_gbps;
 
   // Framework scopes by id, launches as spans of their slices.
   std::unordered_map<uint64_t, const TraceEvent*> scopes;
-  struct Launch { int64_t t0 = INT64_MAX, t1 = INT64_MIN, bytes = 0, slice_bytes = 0; uint64_t op = 0; bool has_launch = false; };
+  struct Launch {
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN, bytes = 0, slice_bytes = 0, submit = INT64_MIN, slices = 0, flops = 0;
+    uint64_t op = 0;
+    bool has_launch = false;
+  };
   std::unordered_map<uint64_t, Launch> launches;
   std::unordered_map<uint64_t, int64_t> alloc_bytes;  // op id → bytes it allocated
   bool any_shapes = false;
@@ -134,8 +75,10 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       case EventKind::launch: {
         Launch& l = launches[e.id];
         l.bytes = e.bytes;
+        l.flops = e.flops;
         l.op = e.parent;
         l.has_launch = true;
+        l.submit = e.t1;
         break;
       }
       case EventKind::kernel: {
@@ -143,6 +86,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
         l.t0 = std::min(l.t0, e.t0);
         l.t1 = std::max(l.t1, e.t1);
         l.slice_bytes += e.bytes;
+        l.slices++;
         if (!l.op) l.op = e.parent;
         break;
       }
@@ -166,12 +110,16 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     return top;
   };
   std::unordered_map<uint64_t, Op> ops;
-  std::vector<std::pair<double, double>> small;  // (span, bytes) of launches for the launch cost
+  struct Sample { double span, bytes; bool fanned, streaming; };
+  std::vector<Sample> small;  // launches, for the launch cost
+  std::vector<const Launch*> ran;
   for (auto& [id, l] : launches) {
     if (l.t1 < l.t0) continue;  // no slice on a traced core
     int64_t span = l.t1 - l.t0, bytes = l.has_launch ? l.bytes : l.slice_bytes;
     adv.total_device_ns += span;
-    small.emplace_back(double(span), double(bytes));
+    adv.kernels++;
+    ran.push_back(&l);
+    small.push_back({double(span), double(bytes), l.slices > 1, l.flops <= bytes});
     uint64_t top = top_op(l.op);
     if (!top) continue;
     Op& o = ops[top];
@@ -179,37 +127,86 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     o.device_ns += span;
     o.bytes += bytes;
     o.launches++;
+    o.fanned += l.slices > 1;
   }
-  if (adv.total_device_ns == 0) fail("advise", "the profile has no device time (were the runtime and device layers recorded?)");
+  if (adv.total_device_ns == 0 || adv.kernels == 0)
+    fail("advise", "the profile has no device time (were the runtime and device layers recorded?)");
+  if (adv.kernels == 1)
+    fail("advise", "the profile has a single kernel launch: there is no sequence to fuse and no gap between kernels");
   for (auto& [id, o] : ops)
     if (auto it = alloc_bytes.find(id); it != alloc_bytes.end()) o.out_bytes = it->second;
   if (!any_shapes)
     adv.warnings.push_back("no input shapes (record_shapes off): the bytes of fused kernels are rough guesses");
+  if (roof.peak_gbps <= 0)
+    adv.warnings.push_back("the profile carries no device peaks: fused kernels are priced at the best rate their "
+                           "own ops reached");
+  else if (roof.spread > 0.15)
+    adv.warnings.push_back(fmt::format("the device probe's repetitions differed by {:.0f}% (a busy machine): its "
+                                       "rates, and the predictions priced with them, read low",
+                                       100 * roof.spread));
+
+  // The streaming rate for `ws` bytes with ordinary stores (as opscope's kernels, fused
+  // ones too, write): the probe's at that size, else (no peaks) `fallback`.
+  auto rate_at = [&](double ws, double fallback) { return roof.peak_gbps > 0 ? roof.store_gbps_at(ws) : fallback; };
 
   // Launch cost: the fixed part of a launch's device time. Each launch's span less its
-  // bytes at the peak bandwidth leaves that part; the median over small launches
-  // (under 256 KiB, where it dominates) is the estimate.
-  double bw = roof.peak_gbps;
-  if (bw <= 0)
-    for (auto& [span, bytes] : small)
-      if (span > 0) bw = std::max(bw, bytes / span);
-  std::vector<double> fixed;
-  for (auto& [span, bytes] : small)
-    if (bytes < 256 * 1024) fixed.push_back(std::max(0.0, span - (bw > 0 ? bytes / bw : 0)));
+  // bytes at the rate for their size leaves that part; the median over small launches
+  // (under 256 KiB, where it dominates) is the estimate. A launch fanned out over several
+  // cores pays more (waking and joining them): its own cost, from launches under 4 MiB.
+  double best_seen = 0;
+  for (const Sample& m : small)
+    if (m.span > 0) best_seen = std::max(best_seen, m.bytes / m.span);
+  auto fixed_part = [&](const Sample& m) {
+    double bw = rate_at(m.bytes, best_seen);
+    return std::max(0.0, m.span - (bw > 0 ? m.bytes / bw : 0));
+  };
+  std::string rate_text = roof.peak_gbps > 0 ? "the probe's rate for their size" : fmt::format("{:.1f} GB/s", best_seen);
+  std::vector<double> fixed, fixed_fanned;
+  for (const Sample& m : small) {
+    if (!m.fanned && m.bytes < 256 * 1024) fixed.push_back(fixed_part(m));
+    // Streaming launches only: a matmul's time past its bytes is its math.
+    if (m.fanned && m.streaming && m.bytes < 4 * 1024 * 1024) fixed_fanned.push_back(fixed_part(m));
+  }
   if (fixed.size() >= 8) {
     adv.launch_cost_ns = median(fixed);
-    adv.launch_cost_from = fmt::format("median over {} launches under 256 KiB of (device time − bytes at {:.1f} GB/s)",
-                                       fixed.size(), bw);
+    adv.launch_cost_from =
+        fmt::format("median over {} one-core launches under 256 KiB of (device time − bytes at {})", fixed.size(),
+                    rate_text);
   } else {
     std::vector<double> all;
-    for (auto& [span, bytes] : small) all.push_back(std::max(0.0, span - (bw > 0 ? bytes / bw : 0)));
+    for (const Sample& m : small) all.push_back(fixed_part(m));
     std::sort(all.begin(), all.end());
     adv.launch_cost_ns = all.empty() ? 0 : all[all.size() / 10];
-    adv.launch_cost_from = fmt::format("10th percentile over {} launches of (device time − bytes at {:.1f} GB/s); "
-                                       "few small launches to fit",
-                                       all.size(), bw);
+    adv.launch_cost_from = fmt::format(
+        "10th percentile over {} launches of (device time − bytes at {}); few small launches to fit", all.size(),
+        rate_text);
   }
-  const double c = adv.launch_cost_ns;
+  adv.fanout_cost_ns = adv.launch_cost_ns;
+  if (fixed_fanned.size() >= 4) {
+    adv.fanout_cost_ns = std::max(adv.launch_cost_ns, median(fixed_fanned));
+    adv.launch_cost_from += fmt::format("; {:.0f} ns on several cores (median over {} streaming launches under 4 MiB)",
+                                        adv.fanout_cost_ns, fixed_fanned.size());
+  }
+  const double c = adv.launch_cost_ns, cf = adv.fanout_cost_ns;
+  auto fixed_of = [&](const Op* o) { return double(o->launches - o->fanned) * c + double(o->fanned) * cf; };
+
+  // Idle time the host caused: a gap in which no kernel ran, ended by a launch the host
+  // submitted after the gap began (the device had nothing queued).
+  {
+    std::sort(ran.begin(), ran.end(), [](const Launch* a, const Launch* b) { return a->t0 < b->t0; });
+    HostWait& w = adv.host_wait;
+    int64_t end = ran.front()->t1;
+    w.span_ns = ran.back()->t1 - ran.front()->t0;
+    for (size_t i = 1; i < ran.size(); ++i) {
+      const Launch& l = *ran[i];
+      if (l.t0 > end && l.submit > end) {
+        w.idle_ns += l.t0 - end;
+        w.gaps++;
+      }
+      end = std::max(end, l.t1);
+      w.span_ns = std::max(w.span_ns, end - ran.front()->t0);
+    }
+  }
 
   // The ranges enclosing a scope, outermost first.
   auto context_of = [&](const TraceEvent* e) {
@@ -222,6 +219,15 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     }
     std::reverse(path.begin(), path.end());
     return path;
+  };
+  auto innermost_range = [&](const TraceEvent* e) -> uint64_t {
+    for (uint64_t id = e->parent; id;) {
+      auto it = scopes.find(id);
+      if (it == scopes.end()) break;
+      if (it->second->kind == EventKind::range) return id;
+      id = it->second->parent;
+    }
+    return 0;
   };
 
   // Top-level ops per host thread, in time order; chains of fusable launching ops (ops
@@ -237,111 +243,130 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     }
     return 0;
   };
-  std::map<int32_t, std::vector<const Op*>> by_track;
+  std::map<int32_t, std::vector<Op*>> by_track;
   for (auto& [id, o] : ops) {
     if (!options.within.empty()) {
       uint64_t r = region(o);
       if (!r) continue;
       region_of[&o] = r;
     }
+    o.range = innermost_range(o.ev);
     by_track[o.ev->track].push_back(&o);
   }
   std::map<std::pair<std::string, std::string>, Suggestion> groups;
-  auto process = [&](std::vector<const Op*>& chain) {
-    {
-      std::vector<std::string> names;
-      int64_t dev = 0, bytes = 0, n = 0;
-      for (const Op* o : chain) {
-        names.push_back(o->ev->name);
-        dev += o->device_ns;
-        bytes += o->bytes;
-        n += o->launches;
-      }
-      // What a fused kernel moves: inputs from outside the chain, and the last output.
-      int64_t fused = 0;
-      std::vector<std::pair<int64_t, bool>> produced;  // output bytes, read yet
-      for (const Op* o : chain) {
-        std::vector<int64_t> in = input_bytes(o->ev->shapes);
-        std::vector<int64_t> external;
-        for (int64_t b : in) {
-          auto it = std::find_if(produced.rbegin(), produced.rend(),
-                                 [&](auto& p) { return !p.second && same_block(p.first, b); });
-          if (it != produced.rend()) {
-            it->second = true;  // the chain's own intermediate
-          } else if (std::find(external.begin(), external.end(), b) == external.end()) {
-            external.push_back(b);  // x * x reads x once
-            fused += b;
-          }
-        }
-        // Elementwise results have the broadcast inputs' size; a reduction's is what it
-        // allocated (rounded up to the allocator's block).
-        int64_t out = 0;
-        if (!in.empty() && !reduction(o->ev->name)) out = *std::max_element(in.begin(), in.end());
-        else out = o->out_bytes ? o->out_bytes : o->bytes / 3;
-        produced.emplace_back(out, false);
-      }
-      fused += produced.back().first;
-      if (!any_shapes) fused = std::max(fused, bytes / int64_t(chain.size()));
-      // A roofline for the fused kernel. Each op took c + max(bytes / bw, compute): its
-      // time past the launch cost that its bytes at `bw` do not explain is compute (or
-      // the cost of its access pattern — strided reads — which the fused kernel keeps).
-      // `bw` is the best any op of the chain reached past its fixed cost (the data's
-      // level of the memory hierarchy), at least the probe's. The fused kernel overlaps
-      // its streaming with that compute, as each op did:
-      //   fused = c + max(fused bytes / bw, Σ compute),  saved = Σ times − fused.
-      double bw_best = roof.peak_gbps;
-      for (const Op* o : chain) {
-        double work = std::max(double(o->device_ns) - double(o->launches) * c, 0.1 * double(o->device_ns));
-        if (work > 0) bw_best = std::max(bw_best, double(o->bytes) / work);
-      }
-      double compute = 0;
-      for (const Op* o : chain) {
-        double work = std::max(double(o->device_ns) - double(o->launches) * c, 0.0);
-        compute += std::max(0.0, work - (bw_best > 0 ? double(o->bytes) / bw_best : 0));
-      }
-      double moved_less = double(std::max<int64_t>(0, bytes - fused));
-      double stream_ns = bw_best > 0 ? double(fused) / bw_best : 0;
-      double fused_ns = c + std::max(stream_ns, compute);
-      double saved = std::clamp(double(dev) - fused_ns, 0.0, double(dev));
-
-      std::vector<std::string_view> ctx = context_of(chain.front()->ev);
-      for (const Op* o : chain) {
-        std::vector<std::string_view> other = context_of(o->ev);
-        size_t k = 0;
-        while (k < ctx.size() && k < other.size() && ctx[k] == other[k]) ++k;
-        ctx.resize(k);
-      }
-      std::string context;
-      for (auto s : ctx) {
-        if (!context.empty()) context += '/';
-        context += generalize(s);
-      }
-      std::string pattern;
-      for (auto& s : names) pattern += (pattern.empty() ? "" : " → ") + s;
-
-      Suggestion& g = groups[{pattern, context}];
-      if (!g.occurrences) {
-        g.ops = names;
-        g.pattern = pattern;
-        g.context = context;
-        g.kind = classify(names);
-        for (const Op* o : chain) g.example_ops.push_back(o->ev->id);
-      }
-      g.occurrences++;
-      g.launches += n;
-      g.device_ns += dev;
-      g.bytes += bytes;
-      g.fused_bytes += fused;
-      g.predicted_saved_ns += saved;
-      if (bw_best > 0) g.saved_bytes_ns += moved_less / bw_best;
-      g.saved_bytes += moved_less;
+  std::unordered_map<const Suggestion*, std::vector<double>> saved_of;  // per occurrence
+  auto process = [&](const std::vector<const Op*>& chain, const std::string& next) {
+    std::vector<std::string> names;
+    int64_t dev = 0, bytes = 0, n = 0;
+    for (const Op* o : chain) {
+      names.push_back(o->ev->name);
+      dev += o->device_ns;
+      bytes += o->bytes;
+      n += o->launches;
     }
+    const KnownOp* known = known_op(names, next);
+    // What a fused kernel moves: inputs from outside the chain, and the last output. A
+    // known norm or softmax streams its input once: an external input of a size read
+    // before the chain's reduction, read again after it, is that row, still in cache.
+    int64_t fused = 0;
+    std::vector<std::pair<int64_t, bool>> produced;  // output bytes, read yet
+    std::vector<int64_t> before_reduction;          // external inputs read before it
+    bool reduced = false;
+    for (const Op* o : chain) {
+      std::vector<int64_t> in = input_bytes(o->ev->shapes);
+      std::vector<int64_t> external;
+      for (int64_t b : in) {
+        auto it = std::find_if(produced.rbegin(), produced.rend(),
+                               [&](auto& p) { return !p.second && same_block(p.first, b); });
+        if (it != produced.rend()) {
+          it->second = true;  // the chain's own intermediate
+        } else if (std::find(external.begin(), external.end(), b) == external.end()) {
+          external.push_back(b);  // x * x reads x once
+          bool reread = known && known->row_reuse && reduced &&
+                        std::find(before_reduction.begin(), before_reduction.end(), b) != before_reduction.end();
+          if (!reread) fused += b;
+          if (!reduced) before_reduction.push_back(b);
+        }
+      }
+      // Elementwise results have the broadcast inputs' size; a reduction's is what it
+      // allocated (rounded up to the allocator's block).
+      int64_t out = 0;
+      if (!in.empty() && !reduction(o->ev->name)) out = *std::max_element(in.begin(), in.end());
+      else out = o->out_bytes ? o->out_bytes : o->bytes / 3;
+      produced.emplace_back(out, false);
+      reduced = reduced || reduction(o->ev->name);
+    }
+    fused += produced.back().first;
+    if (!any_shapes) fused = std::max(fused, bytes / int64_t(chain.size()));
+    // Without probe peaks: the best rate any op of the chain reached past its fixed cost.
+    double best_op = 0;
+    bool fans = false;
+    for (const Op* o : chain) {
+      fans = fans || o->fanned > 0;
+      double work = std::max(double(o->device_ns) - fixed_of(o), 0.1 * double(o->device_ns));
+      if (work > 0) best_op = std::max(best_op, double(o->bytes) / work);
+    }
+    // Each op took c + max(bytes / rate, compute) per launch, at the rate for its own
+    // working set; a math op's rest past its bytes is compute, which the fused kernel
+    // keeps and overlaps with its streaming:  fused = c + max(fused bytes / rate, Σ compute).
+    double compute = 0;
+    for (const Op* o : chain) {
+      if (!math_op(o->ev->name)) continue;  // streaming ops: their time is their bytes
+      double work = std::max(double(o->device_ns) - fixed_of(o), 0.0);
+      double per_launch = o->launches ? double(o->bytes) / double(o->launches) : 0;
+      double bw = rate_at(per_launch, best_op);
+      compute += std::max(0.0, work - (bw > 0 ? double(o->bytes) / bw : 0));
+    }
+    double rate = rate_at(double(fused), best_op);
+    double fused_ns = (fans ? cf : c) + std::max(rate > 0 ? double(fused) / rate : 0, compute);
+    double saved = std::clamp(double(dev) - fused_ns, 0.0, double(dev));
+
+    std::vector<std::string_view> ctx = context_of(chain.front()->ev);
+    for (const Op* o : chain) {
+      std::vector<std::string_view> other = context_of(o->ev);
+      size_t k = 0;
+      while (k < ctx.size() && k < other.size() && ctx[k] == other[k]) ++k;
+      ctx.resize(k);
+    }
+    std::string context;
+    for (auto s : ctx) context += (context.empty() ? "" : "/") + generalize(s);
+    std::string pattern;
+    for (auto& s : names) pattern += (pattern.empty() ? "" : " → ") + s;
+
+    Suggestion& g = groups[{pattern, context}];
+    if (!g.occurrences) {
+      g.ops = names;
+      g.pattern = pattern;
+      g.context = context;
+      g.scope = ctx.empty() ? "" : std::string(ctx.back());
+      g.kind = classify(names);
+      if (known) {
+        g.known_op = known->name;
+        g.fix = known->fix;
+      } else {
+        g.fix = g.scope.empty() ? "compile the function that runs these ops"
+                                : fmt::format("compile the region '{}' (one generated kernel)", g.scope);
+      }
+      for (const Op* o : chain) g.example_ops.push_back(o->ev->id);
+      if (roof.peak_gbps <= 0) g.rate_from = "the best rate its ops reached (no device peaks in the profile)";
+      else if (double(fused) >= (roof.levels.empty() ? 0 : roof.levels.back().working_set))
+        g.rate_from = fmt::format("the probe's streaming rate beyond the caches ({} working set)", format_bytes(double(fused)));
+      else
+        g.rate_from = fmt::format("the probe's streaming rate at a {} working set (in cache)", format_bytes(double(fused)));
+      g.bandwidth_gbps = rate;
+    }
+    g.occurrences++;
+    g.launches += n;
+    g.device_ns += dev;
+    g.bytes += bytes;
+    g.fused_bytes += fused;
+    saved_of[&g].push_back(saved);
   };
   // A chain, or with options.pattern each place the pattern occurs in it.
-  auto close = [&](std::vector<const Op*>& chain) {
+  auto close = [&](std::vector<const Op*>& chain, const std::string& next) {
     const auto& pat = options.pattern;
     if (pat.empty()) {
-      if (int(chain.size()) >= options.min_ops) process(chain);
+      if (int(chain.size()) >= options.min_ops) process(chain, next);
     } else {
       for (size_t i = 0; i + pat.size() <= chain.size();) {
         bool match = true;
@@ -351,7 +376,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
           continue;
         }
         std::vector<const Op*> sub(chain.begin() + long(i), chain.begin() + long(i + pat.size()));
-        process(sub);
+        process(sub, i + pat.size() == chain.size() ? next : chain[i + pat.size()]->ev->name);
         i += pat.size();
       }
     }
@@ -361,14 +386,23 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     std::sort(list.begin(), list.end(), [](const Op* a, const Op* b) { return a->ev->t0 < b->ev->t0; });
     std::vector<const Op*> chain;
     for (const Op* o : list) {
-      if (!chain.empty() && !options.within.empty() && region_of[o] != region_of[chain.front()]) close(chain);
+      // A chain ends at its range's end (each call, step, module) and at an op that
+      // cannot fuse.
+      if (!chain.empty() && (o->range != chain.front()->range ||
+                             (!options.within.empty() && region_of[o] != region_of[chain.front()])))
+        close(chain, "");
       if (fusable_op(o->ev->name)) chain.push_back(o);
-      else close(chain);
+      else close(chain, o->ev->name);
     }
-    close(chain);
+    close(chain, "");
   }
+  // Occurrences × the median occurrence's saving (a launch the OS preempted for another
+  // process would otherwise add its wait to the prediction), at most their sum.
   for (auto& [key, g] : groups) {
-    g.bandwidth_gbps = g.saved_bytes_ns > 0 ? g.saved_bytes / g.saved_bytes_ns : 0;
+    const std::vector<double>& saved = saved_of[&g];
+    double sum = 0;
+    for (double v : saved) sum += v;
+    g.predicted_saved_ns = std::min(sum, double(g.occurrences) * median(saved));
     adv.suggestions.push_back(std::move(g));
   }
   std::sort(adv.suggestions.begin(), adv.suggestions.end(), [](const Suggestion& a, const Suggestion& b) {

@@ -1,24 +1,38 @@
-// The fusion advisor: finds op sequences in a profile that one generated kernel could
-// run (chains of elementwise ops and reductions between the ops that never fuse —
-// matmul, softmax, concat, the built-in norms), and predicts for each the device time
-// a fusion would save, from what the profile itself measured:
+// The advisor: what to change in a profiled program and what it will save, from what
+// the profile itself measured. It serves `opscope advise`, the explorer's summary and
+// (through them) Python. Two findings:
 //
-//   saved = Σ device time of the chain's kernels − predicted time of one fused kernel
-//   fused = launch cost + max(fused bytes / bandwidth, Σ compute)   (a roofline)
+// 1. Fusable chains: op sequences one kernel could run (elementwise ops, casts and
+//    reductions between ops that never fuse — matmul, softmax, concat, the built-in
+//    norms). A chain also ends where its range does (each call's record_function, each
+//    ProfilerStep#N, each module), so a chain repeated is one suggestion with its count
+//    ("6 ops × 5 calls"). A chain that computes a known op names it and its fix (the
+//    six-op RMSNorm → rms_norm); otherwise the fix is compiling its scope.
 //
-// - launch cost: the fixed device time of a launch, fitted from the profile's own small
-//   kernels (their span minus their bytes at the probe's bandwidth);
-// - bandwidth: the best any op of the chain achieved once its fixed cost is taken off
-//   (the level of the memory hierarchy its data lives in), at least the probe's;
-// - compute: each op's time past its launch cost that its bytes at that bandwidth do not
-//   explain — math such as silu's exp, or a strided access pattern — which a fused
-//   kernel still does, overlapped with its streaming as each op overlapped its own;
-// - bytes a fused kernel moves: the chain's inputs from outside it, once per op that
-//   reads them, and its final output. An op's input is the chain's own intermediate when
-//   an earlier op of the chain produced a tensor of that shape and dtype not yet read
-//   (the profile holds shapes, not tensor identities); needs record_shapes.
+//      saved = Σ device time of the chain's kernels − predicted time of one fused kernel
+//      fused = launch cost + max(fused bytes / rate, Σ compute)   (a roofline)
 //
-// `opscope advise DIR` prints the ranking; `--verify` checks it (advisor/verify.h).
+//    - launch cost: the fixed device time of a launch, fitted from the profile's own
+//      small kernels (their span minus their bytes at the probe's rate for their size),
+//      apart for launches fanned out over several cores (they wake and join them);
+//    - rate: the probe's best streaming rate at the fused kernel's working set (its
+//      bytes: beyond the last-level cache, the DRAM rate; within it, the cache's),
+//      from the profile's device_peaks (runtime/probe.h). A profile without peaks:
+//      the best rate any op of the chain reached past its fixed cost;
+//    - compute: each math op's (exp, silu, div, ...) time past its launch cost that its
+//      bytes at the rate for its own working set do not explain, which a fused kernel
+//      still does, overlapped with its streaming. Streaming ops (add, mul, sums) have
+//      none: their time past their bytes is memory inefficiency of their own launch;
+//    - fused bytes: the chain's inputs from outside it, once per op that reads them (a
+//      known norm or softmax reads its input once: the row it re-reads stays in cache),
+//      and its final output. An input is the chain's own intermediate when an earlier op
+//      produced a tensor of that size not yet read (shapes, not tensor identities:
+//      needs record_shapes).
+//
+// 2. Host-bound idle time: gaps between kernels in which the device waited for the host
+//    to launch the next one (tiny decoders): its share of the span and what cuts it.
+//
+// `opscope advise DIR` prints it; `--verify` checks the predictions (advisor/verify.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,19 +45,35 @@ namespace opscope::advisor {
 struct Suggestion {
   std::vector<std::string> ops;  // the chain's op names, in order
   std::string pattern;           // "mul → mean → add → rsqrt → mul → mul"
-  std::string kind;              // "norm", "activation", "residual", "elementwise"
+  std::string kind;              // "norm", "activation", "residual+norm", "elementwise"
   std::string context;           // enclosing ranges, numbers generalized: "prefill/layers.N/mlp"
+  std::string scope;             // the innermost enclosing range of one occurrence: what to compile
+  std::string known_op;          // "RMSNorm", "softmax", ...; empty: none
+  std::string fix;               // what to do, named
   int64_t occurrences = 0;
   int64_t launches = 0;          // kernels the chain launched, over all occurrences
   int64_t device_ns = 0;         // their device time
   int64_t bytes = 0;             // moved by them
   int64_t fused_bytes = 0;       // a fused kernel would move
-  double bandwidth_gbps = 0;     // the fused kernel streams at: the best its ops reached past their fixed cost
+  double bandwidth_gbps = 0;     // the fused kernel's streaming rate
+  std::string rate_from;         // "probe at 128 MiB (beyond the caches)", ...
   double predicted_saved_ns = 0;
   std::vector<uint64_t> example_ops;  // op ids of one occurrence, for the explorer
-  double saved_bytes = 0, saved_bytes_ns = 0;  // bytes no longer moved, and their time
 
   double predicted_fused_ns() const { return double(device_ns) - predicted_saved_ns; }
+  // "Replace the six-op RMSNorm with rms_norm", "Compile 'mlp': 2 ops × 22 calls".
+  std::string title() const;
+  // "6 ops × 5 calls"
+  std::string count_text() const;
+};
+
+// Device time lost waiting for the host to launch the next kernel.
+struct HostWait {
+  int64_t idle_ns = 0;  // gaps with no kernel running whose next launch came from the host after the gap began
+  int64_t gaps = 0;
+  int64_t span_ns = 0;  // first kernel's start to the last one's end
+  double fraction() const { return span_ns > 0 ? double(idle_ns) / double(span_ns) : 0; }
+  bool significant() const { return gaps >= 2 && fraction() >= 0.1; }
 };
 
 struct AdviseOptions {
@@ -54,25 +84,38 @@ struct AdviseOptions {
   // Only ops inside a scope (a range, or an op such as a compiled function) of this name;
   // a chain ends where its scope instance does (what compiling that region would save).
   std::string within;
-  // The probe's copy bandwidth, GB/s; 0: from the trace's config (device_peaks).
+  // A memory roof, GB/s, instead of the profile's device_peaks (0: the profile's).
   double peak_gbps = 0;
+  // A probe's peaks (DevicePeaks::to_json(), a saved `opscope probe`) instead of the
+  // profile's: one machine's rates for runs that probed on a busy machine, or none.
+  std::string peaks_json;
 };
 
 struct Advice {
   std::vector<Suggestion> suggestions;  // ranked by predicted_saved_ns, largest first
+  HostWait host_wait;
   int64_t total_device_ns = 0;          // all launches in the profile
-  double launch_cost_ns = 0;
+  int64_t kernels = 0;                  // launches with device time
+  double launch_cost_ns = 0;             // a launch on one core
+  double fanout_cost_ns = 0;             // a launch fanned out over several cores
   std::string launch_cost_from;         // how launch_cost_ns was found
-  double peak_gbps = 0;                 // the probe's, when the profile carries it
+  double peak_gbps = 0;                 // the probe's memory roof, when the profile carries it
   std::vector<std::string> warnings;
 
   // limit <= 0: every suggestion.
   std::string table(int limit = 10) const;
   std::string to_json(int limit = 0) const;
+  // One line per figure of a suggestion, as the CLI prints and the explorer shows them.
+  std::vector<std::pair<std::string, std::string>> figures(const Suggestion& s) const;
+  std::string host_wait_text() const;  // empty when the device does not wait on the host
 };
 
-// Throws "[advise] ..." when the trace has no framework ops or no device time.
+// Throws "[advise] ..." when the trace has no framework ops, no device time, or a
+// single kernel.
 Advice advise(const prof::Trace& trace, const AdviseOptions& options = {});
+
+// "640.1 MiB", "8.0 KiB", "2.50 GiB": sizes in the advice's text.
+std::string format_bytes(double bytes);
 
 // Ops a generated kernel can absorb (elementwise, casts, reductions).
 bool fusable_op(std::string_view name);

@@ -1,4 +1,5 @@
-// The advisor's ranking as a table for the terminal and as JSON.
+// The advisor's findings as text for the terminal and as JSON; the explorer shows the
+// same titles and figures (explorer/recommend.cpp).
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -9,34 +10,70 @@ namespace opscope::advisor {
 
 namespace {
 
-std::string ms(double ns) { return fmt::format("{:.3f}", ns / 1e6); }
-std::string mib(int64_t b) { return fmt::format("{:.1f}", double(b) / double(1 << 20)); }
-
+std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
 }  // namespace
+
+std::string format_bytes(double b) {
+  if (b >= double(1 << 30)) return fmt::format("{:.2f} GiB", b / double(1 << 30));
+  if (b >= double(1 << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  return fmt::format("{:.1f} KiB", b / 1024);
+}
+
+std::string Suggestion::count_text() const {
+  int64_t calls = std::max<int64_t>(occurrences, 1);
+  return fmt::format("{} ops × {} call{}", ops.size(), calls, calls == 1 ? "" : "s");
+}
+
+std::string Suggestion::title() const {
+  if (!known_op.empty()) return fmt::format("Replace the {}-op {} with one fused kernel", ops.size(), known_op);
+  if (!scope.empty()) return fmt::format("Compile '{}': {} fusable ops in a row", scope, ops.size());
+  return fmt::format("Compile {} fusable ops in a row", ops.size());
+}
+
+std::vector<std::pair<std::string, std::string>> Advice::figures(const Suggestion& s) const {
+  double share = total_device_ns ? 100.0 * s.predicted_saved_ns / double(total_device_ns) : 0.0;
+  std::vector<std::pair<std::string, std::string>> f = {
+      {"fix", s.fix},
+      {"predicted saving", fmt::format("{} of {} device time ({:.1f}%)", ms(s.predicted_saved_ns),
+                                       ms(double(total_device_ns)), share)},
+      {"occurs", s.count_text() + (s.context.empty() ? "" : " in " + s.context)},
+      {"now", fmt::format("{} in {} launches, {} moved", ms(double(s.device_ns)), s.launches, format_bytes(double(s.bytes)))},
+      {"fused kernel", fmt::format("{} over the {}: {} at {:.1f} GB/s, {}", ms(s.predicted_fused_ns()),
+                                   s.occurrences == 1 ? std::string("call") : fmt::format("{} calls", s.occurrences),
+                                   format_bytes(double(s.fused_bytes)), s.bandwidth_gbps, s.rate_from)},
+      {"sequence", s.pattern}};
+  return f;
+}
+
+std::string Advice::host_wait_text() const {
+  const HostWait& w = host_wait;
+  if (!w.significant()) return "";
+  return fmt::format(
+      "The device waits on the host for {} of the {} span ({:.0f}%), in {} gaps between kernels while the host is "
+      "still launching. Fewer launches cut it (fuse or compile the sequences above), and so do larger batches "
+      "(more work per launch).",
+      ms(double(w.idle_ns)), ms(double(w.span_ns)), 100 * w.fraction(), w.gaps);
+}
 
 std::string Advice::table(int limit) const {
   std::string out = fmt::format(
-      "Fusion advisor: {} fusable sequences; device time in the profile {} ms\n"
+      "Advisor: {} device time in {} kernels; {} fusable sequences\n"
       "launch cost {:.0f} ns ({})\n",
-      suggestions.size(), ms(double(total_device_ns)), launch_cost_ns, launch_cost_from);
+      ms(double(total_device_ns)), kernels, suggestions.size(), launch_cost_ns, launch_cost_from);
   for (const std::string& w : warnings) out += "warning: " + w + "\n";
+  if (std::string idle = host_wait_text(); !idle.empty()) out += "\nHost-bound: " + idle + "\n";
   if (suggestions.empty()) return out + "Nothing to fuse: no two fusable ops run back to back.\n";
-  out += fmt::format("\n{:>3}  {:<14} {:>5} {:>8} {:>10} {:>10} {:>9} {:>12} {:>7}  {}\n", "#", "kind", "times",
-                     "launches", "device ms", "saved ms", "% total", "MiB → fused", "GB/s", "sequence (context)");
   int shown = 0;
   for (const Suggestion& s : suggestions) {
-    if (limit > 0 && shown++ >= limit) break;
-    out += fmt::format("{:>3}  {:<14} {:>5} {:>8} {:>10} {:>10} {:>8.1f}% {:>12} {:>7.1f}  {}{}\n", shown,
-                       s.kind, s.occurrences, s.launches, ms(double(s.device_ns)), ms(s.predicted_saved_ns),
-                       total_device_ns ? 100.0 * s.predicted_saved_ns / double(total_device_ns) : 0.0,
-                       mib(s.bytes) + "→" + mib(s.fused_bytes), s.bandwidth_gbps, s.pattern,
-                       s.context.empty() ? "" : " (" + s.context + ")");
+    if (limit > 0 && shown >= limit) break;
+    out += fmt::format("\n{:>2}. {}\n", ++shown, s.title());
+    for (auto& [label, text] : figures(s)) out += fmt::format("    {:<17} {}\n", label + ":", text);
   }
   if (limit > 0 && int(suggestions.size()) > limit)
-    out += fmt::format("... {} more (--limit 0 shows all)\n", suggestions.size() - size_t(limit));
+    out += fmt::format("\n... {} more (--limit 0 shows all)\n", suggestions.size() - size_t(limit));
   double all = 0;
   for (const Suggestion& s : suggestions) all += s.predicted_saved_ns;
-  out += fmt::format("Fusing all of them would save {} ms of {} ms device time ({:.1f}%).\n", ms(all),
+  out += fmt::format("\nFusing all of them would save {} of {} device time ({:.1f}%).\n", ms(all),
                      ms(double(total_device_ns)), total_device_ns ? 100.0 * all / double(total_device_ns) : 0.0);
   return out;
 }
@@ -44,15 +81,29 @@ std::string Advice::table(int limit) const {
 std::string Advice::to_json(int limit) const {
   nlohmann::ordered_json j;
   j["total_device_ns"] = total_device_ns;
+  j["kernels"] = kernels;
   j["launch_cost_ns"] = launch_cost_ns;
+  j["fanout_cost_ns"] = fanout_cost_ns;
   j["launch_cost_from"] = launch_cost_from;
   j["peak_gbps"] = peak_gbps;
   j["warnings"] = warnings;
+  j["host_wait"] = {{"idle_ns", host_wait.idle_ns},
+                    {"gaps", host_wait.gaps},
+                    {"span_ns", host_wait.span_ns},
+                    {"fraction", host_wait.fraction()},
+                    {"significant", host_wait.significant()},
+                    {"text", host_wait_text()}};
   j["suggestions"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const Suggestion& s : suggestions) {
     if (limit > 0 && rank >= limit) break;
+    nlohmann::ordered_json figs = nlohmann::ordered_json::array();
+    for (auto& [label, text] : figures(s)) figs.push_back({{"label", label}, {"text", text}});
     j["suggestions"].push_back({{"rank", ++rank},
+                                {"title", s.title()},
+                                {"known_op", s.known_op},
+                                {"fix", s.fix},
+                                {"scope", s.scope},
                                 {"kind", s.kind},
                                 {"pattern", s.pattern},
                                 {"ops", s.ops},
@@ -63,8 +114,10 @@ std::string Advice::to_json(int limit) const {
                                 {"bytes", s.bytes},
                                 {"fused_bytes", s.fused_bytes},
                                 {"bandwidth_gbps", s.bandwidth_gbps},
+                                {"rate_from", s.rate_from},
                                 {"predicted_saved_ns", s.predicted_saved_ns},
                                 {"predicted_fused_ns", s.predicted_fused_ns()},
+                                {"figures", figs},
                                 {"example_ops", s.example_ops}});
   }
   return j.dump(2);

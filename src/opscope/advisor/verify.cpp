@@ -1,5 +1,7 @@
 #include "opscope/advisor/verify.h"
 
+#include "opscope/advisor/region_kernels.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,105 +51,32 @@ bool contains(const std::vector<std::string>& chain, const std::vector<std::stri
   return std::search(chain.begin(), chain.end(), run.begin(), run.end()) != chain.end();
 }
 
-// The kernels launched inside scopes named `scope` (the region's range when it ran
-// eagerly, its compiled function's op when compiled), by kernel name and bytes moved
-// (one op at one shape): launches and device time. Kernels outside the region are the same either way, so leaving them out
-// keeps their run-to-run noise out.
-struct KernelSum {
-  int64_t launches = 0;
-  int64_t ns = 0;  // launches × the median launch: a launch the OS preempted for another
-                   // process would otherwise add its wait to the sum
-  std::vector<int64_t> spans;
-};
-using RegionKernels = std::map<std::string, KernelSum>;
-
-RegionKernels region_kernels(const prof::Trace& t, std::string_view scope) {
-  std::unordered_map<uint64_t, const prof::TraceEvent*> scopes;
-  struct L { int64_t t0 = INT64_MAX, t1 = INT64_MIN, bytes = 0; uint64_t op = 0; const std::string* name = nullptr; };
-  std::unordered_map<uint64_t, L> launches;
-  for (const auto& e : t.events) {
-    if (e.kind == EventKind::op || e.kind == EventKind::range) scopes[e.id] = &e;
-    if (e.kind == EventKind::launch) launches[e.id].bytes = e.bytes;
-    if (e.kind == EventKind::kernel) {
-      L& l = launches[e.id];
-      l.t0 = std::min(l.t0, e.t0);
-      l.t1 = std::max(l.t1, e.t1);
-      l.op = e.parent;
-      l.name = &e.name;
-    }
-  }
-  std::unordered_map<uint64_t, bool> inside;  // scope id → within `scope`, memoized
-  auto in_region = [&](uint64_t id) {
-    std::vector<uint64_t> path;
-    bool found = false;
-    for (; id; ) {
-      if (auto m = inside.find(id); m != inside.end()) { found = m->second; break; }
-      auto it = scopes.find(id);
-      if (it == scopes.end()) break;
-      path.push_back(id);
-      if (it->second->name == scope) { found = true; break; }
-      id = it->second->parent;
-    }
-    for (uint64_t p : path) inside[p] = found;
-    return found;
-  };
-  RegionKernels out;
-  for (auto& [id, l] : launches)
-    if (l.t1 >= l.t0 && in_region(l.op)) {
-      KernelSum& k = out[fmt::format("{} {} B", *l.name, l.bytes)];
-      k.launches++;
-      k.spans.push_back(l.t1 - l.t0);
-    }
-  for (auto& [name, k] : out) {
-    std::nth_element(k.spans.begin(), k.spans.begin() + long(k.spans.size() / 2), k.spans.end());
-    k.ns = k.launches * k.spans[k.spans.size() / 2];
-  }
-  return out;
-}
-
-int64_t total_ns(const RegionKernels& r) {
-  int64_t n = 0;
-  for (auto& [name, k] : r) n += k.ns;
-  return n;
-}
-
-// Eager − compiled over the kernels the fusion changed: those not launched the same
-// number of times on both sides. A kernel the compiled region still runs as often
-// (a concat, a matmul, an op the fuser left alone) did the same work either way; its
-// difference is the machine's noise, not the fusion's effect.
-double changed_saved_ns(const RegionKernels& eager, const RegionKernels& compiled) {
-  double saved = 0;
-  for (auto& [name, k] : eager) {
-    auto it = compiled.find(name);
-    if (it == compiled.end() || it->second.launches != k.launches) saved += double(k.ns);
-  }
-  for (auto& [name, k] : compiled) {
-    auto it = eager.find(name);
-    if (it == eager.end() || it->second.launches != k.launches) saved -= double(k.ns);
-  }
-  return saved;
-}
-
 bool has_scope(const prof::Trace& t, std::string_view scope) {
   for (const auto& e : t.events)
     if ((e.kind == EventKind::range || e.kind == EventKind::op) && e.name == scope) return true;
   return false;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 }  // namespace
 
 Verification verify(const prof::Trace& eager, const Advice& advice, const VerifyOptions& o) {
   if (o.top < 1 || o.reps < 1) fail("advise --verify", "top and reps must be at least 1");
   auto cfg_json = nlohmann::json::parse(eager.config_json.empty() ? "{}" : eager.config_json, nullptr, false);
-  if (!cfg_json.is_object() || !cfg_json.contains("model") || !cfg_json["model"].is_object() ||
+  if (!cfg_json.is_object()) cfg_json = nlohmann::json::object();
+  if (cfg_json.contains("imported_from"))
+    fail("advise --verify", "the profile was imported from another tool's trace ({}): there is no workload to re-run; "
+                            "--verify re-runs the case studies opscope's own commands profiled",
+         cfg_json["imported_from"].dump());
+  if (cfg_json.contains("workload") && cfg_json["workload"].is_object()) {
+    std::string kind = cfg_json["workload"].value("case", "");
+    if (kind == "rmsnorm") return verify_rmsnorm(eager, advice, o);
+    fail("advise --verify", "unknown workload '{}' in the profile (expected rmsnorm or llama)", kind);
+  }
+  if (!cfg_json.contains("model") || !cfg_json["model"].is_object() ||
       cfg_json["model"].value("case", "") != "llama")
-    fail("advise --verify", "the profile was not written by `opscope profile llama` (its config names no model); "
-                            "--verify re-runs the decoder case study with the suggested regions compiled");
+    fail("advise --verify", "the profile names no workload to re-run (it was not written by `opscope profile rmsnorm` "
+                            "or `opscope profile llama`)");
   const auto& m = cfg_json["model"];
   if (m.value("mode", "") != "eager")
     fail("advise --verify", "the profile ran in '{}' mode; verify the eager profile (OUT/eager)", m.value("mode", ""));
@@ -187,11 +116,11 @@ Verification verify(const prof::Trace& eager, const Advice& advice, const Verify
   // scopes (profiles older than those scopes: every place its fused runs occur).
   std::map<std::string, const char*> scope_of;
   for (const auto& r : models::llama_regions()) scope_of[r.name] = r.scope;
-  const double peak_gbps = prof::roofline_from_config(eager.config_json).peak_gbps;
+  const std::string peaks = profile_peaks(eager);
   auto predict = [&](const prof::Trace& t, const std::string& name) {
     double saved = 0;
     AdviseOptions ao;
-    ao.peak_gbps = peak_gbps;
+    ao.peaks_json = peaks;
     if (has_scope(t, scope_of[name])) {
       ao.within = scope_of[name];
       for (const Suggestion& s : advise(t, ao).suggestions) saved += s.predicted_saved_ns;
@@ -261,10 +190,7 @@ std::string Verification::table() const {
                      "predicted ms", "realized ms", "error", "±25%", "region ms", "suggestions");
   for (const RegionCheck& c : checks) {
     std::string ranks;
-    for (int r : c.ranks) {
-      if (!ranks.empty()) ranks += ',';
-      ranks += std::to_string(r);
-    }
+    for (int r : c.ranks) ranks += fmt::format("{}{}", ranks.empty() ? "" : ",", r);  // GCC 12 -Wrestrict on string +
     out += fmt::format("{:<10} {:>9} {:>11.3f} {:>13.3f} {:>12.3f} {:>+7.1f}% {:>6} {:>11.3f}  {}\n", c.region, ranks,
                        c.profile_predicted_ns / 1e6, c.predicted_saved_ns / 1e6, c.realized_saved_ns / 1e6,
                        100 * c.error(), c.within(0.25) ? "yes" : "NO", c.region_saved_ns / 1e6, c.patterns.front());

@@ -1,7 +1,8 @@
 // `opscope advise --verify`: the advisor checks itself. For each of the top suggestions
-// it finds the region of the decoder case study that implements the sequence, runs the
-// profiled workload again with that region compiled and, alternately, eager, and
-// measures the device time saved — set beside the prediction.
+// it finds the region of the case study that implements the sequence (the decoder's
+// compiled regions; the RMSNorm case study's built-in and compiled kernels), runs the
+// profiled workload again with that fix and, alternately, without, and measures the
+// device time saved — set beside the prediction.
 //
 // Realized saving = device time of the kernels launched inside the region's scope (its
 // range when eager, its compiled function's op when compiled) that the fusion changed,
@@ -54,7 +55,14 @@ struct Verification {
 };
 
 // `eager` must be a profile written by `opscope profile llama` in eager mode (its config
-// names the model and workload); throws "[advise --verify] ..." otherwise.
+// names the model and workload) or by `opscope profile rmsnorm --impl naive` (its config's
+// "workload"); throws "[advise --verify] ..." otherwise: an imported trace, an unknown
+// workload, a profile that names none.
 Verification verify(const prof::Trace& eager, const Advice& advice, const VerifyOptions& options = {});
+
+// The RMSNorm case study at the profile's shape: the naive six ops, profiled, against
+// each fix the top suggestion names — the built-in rms_norm and the compiled function —
+// alternated; realized = naive − fixed device time inside each call's range.
+Verification verify_rmsnorm(const prof::Trace& naive, const Advice& advice, const VerifyOptions& options);
 
 }  // namespace opscope::advisor

@@ -1,9 +1,6 @@
-// Recommendations from patterns in a profile, ranked by the time they could save:
-//  - fuse: consecutive memory-bound (elementwise-like) kernels launched by different
-//    ops on one thread → fuse or compile them, the intermediates go through memory;
-//  - launch_bound: device cores idle between short kernels → fewer, larger launches;
-//  - low_bandwidth: a kernel well below the peak bandwidth while taking much time;
-//  - dropped: events were lost, the figures undercount.
+// The summary's recommendations: the advisor's findings (advisor/advise.h), as the CLI
+// prints them — each fusable chain with its named fix and figures, the host-bound idle
+// time — plus a note when events were dropped. No rules of its own: one engine.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -11,6 +8,6 @@
 
 namespace opscope::explorer {
 
-nlohmann::json recommend(const Profile& profile, double peak_gbps);
+nlohmann::json recommend(const Profile& profile);
 
 }  // namespace opscope::explorer

@@ -155,7 +155,7 @@ json summarize(const Profile& p) {
   }
   s["top_ops"] = std::move(top);
   s["roofline"] = roofline_points(p);
-  s["recommendations"] = recommend(p, peak);
+  s["recommendations"] = recommend(p);
   s["dropped"] = trace.dropped;
   // Each device's allocator peak and the op it happened in (empty: no allocator events).
   json memory = json::array();

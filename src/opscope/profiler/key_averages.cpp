@@ -14,6 +14,11 @@ namespace opscope::prof {
 
 namespace {
 
+// A row's share of its roof, the memory roof at the bytes one call moves (its working set).
+double roof_fraction(const Roofline& roof, const KeyAverage& r) {
+  return roof.fraction(r.gbps(), r.gflops(), r.count > 0 ? double(r.bytes) / double(r.count) : 0);
+}
+
 // id -> index, open addressing (id 0 is "none"): the aggregation of 1M events must
 // stay well under a second.
 class IdMap {
@@ -388,7 +393,7 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
       c.push_back(has ? fmt::format("{:.2f}", r.gbps()) : "");
       c.push_back(has ? fmt::format("{:.2f}", r.gflops()) : "");
     }
-    if (roof) c.push_back(has ? fmt::format("{:.1f}%", 100 * roofline_.fraction(r.gbps(), r.gflops())) : "");
+    if (roof) c.push_back(has ? Roofline::format_fraction(roof_fraction(roofline_, r)) : "");
     if (by_shape_) c.push_back(printable(r.input_shapes));
     if (by_stack_) c.push_back(printable(r.source));
     cells.push_back(std::move(c));
@@ -454,7 +459,8 @@ std::string KeyAverages::to_json(std::string_view sort_by) const {
                          {"flops", r.flops},
                          {"gbps", r.gbps()},
                          {"gflops", r.gflops()},
-                         {"roofline_pct", roofline_.known() ? 100 * roofline_.fraction(r.gbps(), r.gflops()) : 0.0}});
+                         {"roofline_pct", roofline_.known() ? 100 * roof_fraction(roofline_, r) : 0.0},
+                         {"above_roof", roofline_.known() && roof_fraction(roofline_, r) > kAboveRoof}});
   }
   if (roofline_.known())
     j["roofline"] = {{"peak_gbps", roofline_.peak_gbps}, {"peak_gflops", roofline_.peak_gflops}};

@@ -1,38 +1,129 @@
 #include "opscope/profiler/roofline.h"
 
-#include <algorithm>
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "opscope/core/error.h"
 #include "opscope/profiler/annotate.h"
 
 namespace opscope::prof {
+
+namespace {
+
+// Log-interpolated between the levels; the smallest's below them, the largest's beyond.
+template <class F>
+double interpolate(const std::vector<Roofline::Level>& levels, double ws, F&& rate) {
+  if (ws <= levels.front().working_set) return rate(levels.front());
+  for (size_t i = 1; i < levels.size(); ++i) {
+    const Roofline::Level &a = levels[i - 1], &b = levels[i];
+    if (ws > b.working_set) continue;
+    double f = std::log(ws / a.working_set) / std::log(b.working_set / a.working_set);
+    return rate(a) + f * (rate(b) - rate(a));
+  }
+  return rate(levels.back());
+}
+
+}  // namespace
+
+double Roofline::gbps_at(double ws) const {
+  if (levels.empty() || ws <= 0 || ws >= levels.back().working_set) return peak_gbps;
+  return interpolate(levels, ws, [](const Level& l) { return l.gbps; });
+}
+
+double Roofline::store_gbps_at(double ws) const {
+  bool measured = !levels.empty() && std::all_of(levels.begin(), levels.end(), [](const Level& l) {
+    return l.store_gbps > 0;
+  });
+  if (!measured) return gbps_at(ws);
+  return interpolate(levels, std::max(ws, 1.0), [](const Level& l) { return l.store_gbps; });
+}
 
 double Roofline::attainable_gflops(double ai) const {
   if (!known()) return 0;
   return std::min(peak_gflops, ai * peak_gbps);
 }
 
-double Roofline::fraction(double gbps, double gflops) const {
+double Roofline::fraction(double gbps, double gflops, double working_set) const {
   double f = 0;
-  if (peak_gbps > 0) f = std::max(f, gbps / peak_gbps);
+  double roof = gbps_at(working_set);
+  if (roof > 0) f = std::max(f, gbps / roof);
   if (peak_gflops > 0) f = std::max(f, gflops / peak_gflops);
   return f;
 }
+
+std::string Roofline::format_fraction(double f) {
+  return f > kAboveRoof ? std::string("above roof") : fmt::format("{:.1f}%", 100 * f);
+}
+
+namespace {
+
+double number(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? std::max(0.0, j[key].get<double>()) : 0.0;
+}
+
+}  // namespace
 
 Roofline roofline_from_config(std::string_view config_json) {
   Roofline r;
   if (config_json.empty()) return r;
   auto cfg = nlohmann::json::parse(config_json, nullptr, false);
   if (!cfg.is_object()) return r;
-  auto number = [](const nlohmann::json& j, const char* key) {
-    return j.contains(key) && j[key].is_number() ? std::max(0.0, j[key].get<double>()) : 0.0;
-  };
   if (cfg.contains("device_peaks") && cfg["device_peaks"].is_object()) {
-    r.peak_gbps = number(cfg["device_peaks"], "copy_gbps");
-    r.peak_gflops = number(cfg["device_peaks"], "matmul_gflops");
+    const auto& p = cfg["device_peaks"];
+    r.peak_gbps = number(p, "stream_gbps");
+    if (r.peak_gbps == 0) r.peak_gbps = number(p, "copy_gbps");  // probes before the levels
+    r.peak_gflops = number(p, "matmul_gflops");
+    r.spread = number(p, "spread");
+    if (p.contains("levels") && p["levels"].is_array())
+      for (const auto& l : p["levels"])
+        if (l.is_object() && number(l, "working_set_bytes") > 0 && number(l, "gbps") > 0)
+          r.levels.push_back({number(l, "working_set_bytes"), number(l, "gbps"), number(l, "store_gbps")});
+    std::sort(r.levels.begin(), r.levels.end(),
+              [](const Roofline::Level& a, const Roofline::Level& b) { return a.working_set < b.working_set; });
   }
   if (r.peak_gbps == 0) r.peak_gbps = number(cfg, "peak_gbps");
   return r;
+}
+
+std::string with_device_peaks(std::string_view config_json, std::string_view peaks_json) {
+  auto peaks = nlohmann::ordered_json::parse(peaks_json, nullptr, false);
+  if (!peaks.is_object() || !(peaks.contains("stream_gbps") || peaks.contains("copy_gbps")))
+    fail("peaks", "not a device probe's JSON (expected an object with stream_gbps, as `opscope probe --save` writes)");
+  auto cfg = config_json.empty() ? nlohmann::ordered_json::object()
+                                 : nlohmann::ordered_json::parse(config_json, nullptr, false);
+  if (!cfg.is_object()) cfg = nlohmann::ordered_json::object();
+  cfg["device_peaks"] = peaks;
+  cfg["peak_gbps"] = peaks.contains("stream_gbps") ? peaks["stream_gbps"] : peaks["copy_gbps"];
+  return cfg.dump();
+}
+
+std::string with_peak_gbps(std::string_view config_json, double gbps) {
+  auto cfg = config_json.empty() ? nlohmann::ordered_json::object()
+                                 : nlohmann::ordered_json::parse(config_json, nullptr, false);
+  if (!cfg.is_object()) cfg = nlohmann::ordered_json::object();
+  auto& p = cfg["device_peaks"];
+  if (!p.is_object()) p = nlohmann::ordered_json::object();
+  p["stream_gbps"] = gbps;
+  p.erase("levels");
+  p["method"] = "memory roof given by hand (--peak-gbps)";
+  cfg["peak_gbps"] = gbps;
+  return cfg.dump();
+}
+
+std::string load_device_peaks(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("--peaks", "cannot read '{}'", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto peaks = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (!peaks.is_object() || !(peaks.contains("stream_gbps") || peaks.contains("copy_gbps")))
+    fail("--peaks", "'{}' is not a saved device probe (expected the JSON `opscope probe --save` writes)", path);
+  return ss.str();
 }
 
 void attach_device_peaks(const std::string& peaks_json) {
@@ -42,7 +133,8 @@ void attach_device_peaks(const std::string& peaks_json) {
                                      : nlohmann::ordered_json::parse(t.config_json, nullptr, false);
     if (!cfg.is_object()) return;  // not ours to rewrite
     cfg["device_peaks"] = peaks;
-    if (peaks.contains("copy_gbps")) cfg["peak_gbps"] = peaks["copy_gbps"];
+    if (peaks.contains("stream_gbps")) cfg["peak_gbps"] = peaks["stream_gbps"];
+    else if (peaks.contains("copy_gbps")) cfg["peak_gbps"] = peaks["copy_gbps"];
     t.config_json = cfg.dump();
   });
 }

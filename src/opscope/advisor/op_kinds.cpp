@@ -1,0 +1,86 @@
+#include "opscope/advisor/op_kinds.h"
+
+#include <cctype>
+#include <unordered_set>
+
+namespace opscope::advisor {
+
+namespace {
+
+int64_t dtype_bytes(std::string_view d) {
+  if (d == "f32" || d == "i32") return 4;
+  if (d == "bf16" || d == "f16" || d == "i16") return 2;
+  if (d == "i64" || d == "f64") return 8;
+  return 1;  // bool, u8, i8
+}
+
+}  // namespace
+
+bool fusable_op(std::string_view name) {
+  static const std::unordered_set<std::string_view> kFusable = {
+      "neg", "abs",  "exp", "log",     "sqrt",    "rsqrt", "sin", "cos",  "tanh", "sigmoid", "silu",     "gelu",
+      "relu", "add", "sub", "mul",     "div",     "pow",   "maximum", "minimum", "to", "contiguous", "clone",
+      "sum",  "mean", "max", "min",    "var"};
+  return kFusable.count(name) > 0;
+}
+
+std::vector<int64_t> input_bytes(std::string_view s) {
+  std::vector<int64_t> out;
+  size_t i = 0;
+  while ((i = s.find('(', i)) != std::string_view::npos) {
+    size_t close = s.find(')', i);
+    if (close == std::string_view::npos) break;
+    int64_t numel = 1;
+    std::string_view dims = s.substr(i + 1, close - i - 1);
+    size_t p = 0;
+    while (p < dims.size()) {
+      while (p < dims.size() && !std::isdigit(static_cast<unsigned char>(dims[p]))) ++p;
+      if (p >= dims.size()) break;
+      int64_t v = 0;
+      while (p < dims.size() && std::isdigit(static_cast<unsigned char>(dims[p]))) v = v * 10 + (dims[p++] - '0');
+      numel *= v;
+    }
+    size_t d0 = close + 2, d1 = s.find_first_of(",]", d0);
+    std::string_view dt = d0 < s.size() ? s.substr(d0, d1 == std::string_view::npos ? std::string_view::npos : d1 - d0)
+                                        : std::string_view();
+    out.push_back(numel * dtype_bytes(dt));
+    i = close + 1;
+  }
+  return out;
+}
+
+std::string generalize(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+      out += 'N';
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    } else {
+      out += s[i++];
+    }
+  }
+  return out;
+}
+
+std::string classify(const std::vector<std::string>& ops) {
+  auto has = [&](std::initializer_list<const char*> names) {
+    for (auto& o : ops)
+      for (const char* n : names)
+        if (o == n) return true;
+    return false;
+  };
+  bool norm = has({"mean", "sum", "var"}) && has({"rsqrt", "sqrt", "div"});
+  if (norm) return ops.front() == "add" ? "residual+norm" : "norm";
+  if (has({"silu", "sigmoid", "gelu", "relu", "tanh"})) return "activation";
+  return "elementwise";
+}
+
+bool math_op(std::string_view op) {
+  static const std::unordered_set<std::string_view> kMath = {"exp",  "log",     "sqrt", "rsqrt", "sin", "cos",
+                                                             "tanh", "sigmoid", "silu", "gelu",  "pow", "div"};
+  return kMath.count(op) > 0;
+}
+
+bool reduction(std::string_view op) { return op == "sum" || op == "mean" || op == "max" || op == "min" || op == "var"; }
+
+}  // namespace opscope::advisor

@@ -1,0 +1,30 @@
+// The device peaks every profile of a `profile` command carries: measured now, or from a
+// saved probe (`--peaks FILE`, written by `opscope probe --save FILE`) so profiles taken on
+// a busy machine are read against one quiet measurement. Returns the line to print.
+#pragma once
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "opscope/profiler/roofline.h"
+#include "opscope/runtime/device.h"
+#include "opscope/runtime/probe.h"
+
+namespace opscope::cli {
+
+inline std::string attach_peaks(const std::string& saved) {
+  if (saved.empty()) {
+    const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
+    prof::attach_device_peaks(peaks.to_json());
+    return peaks.summary();
+  }
+  std::string json = prof::load_device_peaks(saved);
+  prof::attach_device_peaks(json);
+  auto j = nlohmann::json::parse(json);
+  double gbps = j.value("stream_gbps", j.value("copy_gbps", 0.0));
+  return fmt::format("device peaks: from {} (stream {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s; spread {:.0f}%)\n", saved,
+                     gbps, j.value("matmul_gflops", 0.0), 100 * j.value("spread", 0.0));
+}
+
+}  // namespace opscope::cli
