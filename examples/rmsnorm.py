@@ -46,7 +46,7 @@ def profile_version(name, fn, x, w, iters, out):
     opscope.synchronize()
     cfg = Config(output_dir=os.path.join(out, name))
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.DEVICE], experimental_config=cfg,
-                 on_trace_ready=Exporter(cfg).export_trace, profile_memory=True) as prof:
+                 on_trace_ready=Exporter(cfg).export_trace, profile_memory=True, record_shapes=True) as prof:
         for _ in range(iters):
             with torch.profiler.record_function(f"rmsnorm {name}"):
                 y = fn(x, w)

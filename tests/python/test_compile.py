@@ -61,7 +61,7 @@ def test_known_patterns_compile_to_one_kernel(dev, fn, shapes):
     assert eager_nodes(c, *dargs) == 0
 
 
-_UNARY = [torch.exp, torch.tanh, torch.sigmoid, torch.nn.functional.silu, torch.neg]
+_UNARY = [torch.exp, torch.tanh, torch.sigmoid, torch.nn.functional.silu, torch.relu, torch.neg, torch.abs]
 _BINARY = [torch.add, torch.sub, torch.mul, torch.maximum, torch.minimum]
 
 

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -50,6 +51,14 @@ def test_fake_mode_tracing_touches_no_device_memory(dev):
     code = g.code
     assert "aten.mul.Tensor" in code and "aten._softmax" in code and "aten.cumsum" in code
     torch.testing.assert_close(g(x, w).cpu(), f(x.cpu(), w.cpu()))
+
+
+@pytest.mark.parametrize("op", [torch.abs, torch.relu, torch.exp, torch.neg, torch.sigmoid, torch.tanh])
+def test_fake_mode_traces_every_unary_op(dev, op):
+    x = torch.randn(3, 8).to(dev).t()  # a strided view: the result's layout comes from it
+    g = make_fx(lambda a: op(a) * 2, tracing_mode="fake")(x)
+    torch.testing.assert_close(g(x).cpu(), op(x.cpu()) * 2)
+    assert g(x).stride() == op(x).stride()
 
 
 def test_opscope_profile_env_writes_a_profile_of_a_torch_program(tmp_path):

@@ -323,3 +323,17 @@ def test_a_forward_that_raises_leaves_the_ranges_balanced(dev, tmp_path):
     sub = next(e for e in ev if e[0] == "op" and e[1] == "aten::sub")
     # aten::sub runs after Outer returned: it must not sit inside Outer or inner.
     assert sub[3] == 0 or byid[sub[3]][1] not in ("Outer", "inner")
+
+
+def test_advise_names_the_fused_fix_in_a_torch_profile(dev, tmp_path):
+    x, w = torch.randn(64, 1024).to(dev), torch.randn(1024).to(dev)
+    naive_rms_norm(x, w).cpu()
+    cfg = Config(output_dir=str(tmp_path / "naive"))
+    with profile(experimental_config=cfg, record_shapes=True, on_trace_ready=Exporter(cfg).export_trace):
+        for _ in range(3):
+            with torch.profiler.record_function("rmsnorm naive"):
+                naive_rms_norm(x, w)
+            opscope.synchronize()
+    r = subprocess.run([CLI, "advise", cfg.output_dir], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "opscope.ops.rms_norm" in r.stdout and "6 ops" in r.stdout and "3 calls" in r.stdout, r.stdout

@@ -370,7 +370,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     } else {
       for (size_t i = 0; i + pat.size() <= chain.size();) {
         bool match = true;
-        for (size_t k = 0; k < pat.size() && match; ++k) match = chain[i + k]->ev->name == pat[k];
+        for (size_t k = 0; k < pat.size() && match; ++k) match = base_op(chain[i + k]->ev->name) == pat[k];
         if (!match) {
           ++i;
           continue;

@@ -16,7 +16,22 @@ int64_t dtype_bytes(std::string_view d) {
 
 }  // namespace
 
+std::string_view base_op(std::string_view name) {
+  constexpr std::string_view kAten = "aten::";
+  if (name.substr(0, kAten.size()) != kAten) return name;
+  name.remove_prefix(kAten.size());
+  // aten's spellings of the same computation
+  if (name == "amax") return "max";
+  if (name == "amin") return "min";
+  if (name == "_to_copy") return "to";
+  if (name == "_softmax") return "softmax";
+  if (name == "native_layer_norm") return "layer_norm";
+  if (name == "mm" || name == "bmm" || name == "addmm") return "matmul";
+  return name;
+}
+
 bool fusable_op(std::string_view name) {
+  name = base_op(name);
   static const std::unordered_set<std::string_view> kFusable = {
       "neg", "abs",  "exp", "log",     "sqrt",    "rsqrt", "sin", "cos",  "tanh", "sigmoid", "silu",     "gelu",
       "relu", "add", "sub", "mul",     "div",     "pow",   "maximum", "minimum", "to", "contiguous", "clone",
@@ -66,11 +81,11 @@ std::string classify(const std::vector<std::string>& ops) {
   auto has = [&](std::initializer_list<const char*> names) {
     for (auto& o : ops)
       for (const char* n : names)
-        if (o == n) return true;
+        if (base_op(o) == n) return true;
     return false;
   };
   bool norm = has({"mean", "sum", "var"}) && has({"rsqrt", "sqrt", "div"});
-  if (norm) return ops.front() == "add" ? "residual+norm" : "norm";
+  if (norm) return base_op(ops.front()) == "add" ? "residual+norm" : "norm";
   if (has({"silu", "sigmoid", "gelu", "relu", "tanh"})) return "activation";
   return "elementwise";
 }
@@ -78,9 +93,12 @@ std::string classify(const std::vector<std::string>& ops) {
 bool math_op(std::string_view op) {
   static const std::unordered_set<std::string_view> kMath = {"exp",  "log",     "sqrt", "rsqrt", "sin", "cos",
                                                              "tanh", "sigmoid", "silu", "gelu",  "pow", "div"};
-  return kMath.count(op) > 0;
+  return kMath.count(base_op(op)) > 0;
 }
 
-bool reduction(std::string_view op) { return op == "sum" || op == "mean" || op == "max" || op == "min" || op == "var"; }
+bool reduction(std::string_view op) {
+  op = base_op(op);
+  return op == "sum" || op == "mean" || op == "max" || op == "min" || op == "var";
+}
 
 }  // namespace opscope::advisor

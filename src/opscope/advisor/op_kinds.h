@@ -9,6 +9,9 @@
 
 namespace opscope::advisor {
 
+// The op a framework op computes, in opscope's names: "aten::mul" → "mul", "aten::amax" →
+// "max" (torch profiles name aten ops); other names are returned as they are.
+std::string_view base_op(std::string_view name);
 // Ops a generated kernel can absorb (elementwise, casts, reductions); in advise.h too.
 bool fusable_op(std::string_view name);
 // Ops whose math can outlast their memory traffic (transcendentals, division); the

@@ -1,4 +1,5 @@
 #include "opscope/advisor/patterns.h"
+#include "opscope/advisor/op_kinds.h"
 
 #include <algorithm>
 #include <string_view>
@@ -46,9 +47,9 @@ bool cast(std::string_view op) { return op == "to" || op == "contiguous" || op =
 const KnownOp* known_op(const std::vector<std::string>& ops, const std::string& next) {
   std::vector<std::string_view> core;
   for (const std::string& o : ops)
-    if (!cast(o)) core.push_back(o);
+    if (!cast(base_op(o))) core.push_back(base_op(o));
   for (const Pattern& p : patterns()) {
-    if (p.steps.size() != core.size() || (!p.followed_by.empty() && next != p.followed_by)) continue;
+    if (p.steps.size() != core.size() || (!p.followed_by.empty() && base_op(next) != p.followed_by)) continue;
     bool match = true;
     for (size_t i = 0; i < core.size() && match; ++i)
       match = std::find(p.steps[i].begin(), p.steps[i].end(), core[i]) != p.steps[i].end();

@@ -163,7 +163,15 @@ void binary_kernel(const c10::OperatorHandle& op, Stack* s) {
 template <Unary U, Form F>
 void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
-  if (meta_mode()) return c.fall_back();
+  if (meta_mode()) {
+    // abs and relu have no Meta kernel in torch 1.13 (FakeTensor would come back here
+    // without end): their result's shape, strides and dtype are the input's.
+    if constexpr ((U == Unary::abs || U == Unary::relu) && F == Form::functional) {
+      const at::Tensor& self = c.tensor(0);
+      return c.ret(at::empty_like(self, self.options().device(at::kMeta)));
+    }
+    return c.fall_back();
+  }
   const at::Tensor& self = c.tensor(0);
   if (U == Unary::gelu && c.arg(1).toStringRef() != "none") return c.fall_back();  // tanh approximation
   if (!has_kernels({&self}, floating_result(U))) return c.fall_back();

@@ -73,11 +73,10 @@ void describe_tensor(std::string& s, const at::Tensor& t) {
   }
   s += '(';
   for (int64_t i = 0; i < t.dim(); ++i) fmt::format_to(std::back_inserter(s), "{}{}", i ? ", " : "", t.size(i));
-  if (t.dim() == 1) s += ',';
   fmt::format_to(std::back_inserter(s), ") {}", dtype_str(t.scalar_type()));
 }
 
-// "[(4, 4096) f32, (4096,) f32, scalar]": opscope's record_shapes form, every input named.
+// "[(4, 4096) f32, (4096) f32, scalar]": opscope's record_shapes form, every input named.
 std::string describe_inputs(c10::ArrayRef<const c10::IValue> inputs) {
   std::string s = "[";
   for (size_t i = 0; i < inputs.size(); ++i) {
