@@ -121,9 +121,9 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
 
   // Tracks.
   auto add_track = [&](Track tr) {
+    tr.rank = int32_t(rank);
     out.tracks.push_back(std::move(tr));
     out.dropped_per_track.resize(out.tracks.size(), 0);
-    ctx.track_rank.resize(out.tracks.size(), rank);
     return int32_t(out.tracks.size() - 1);
   };
   std::map<std::pair<uint32_t, uint32_t>, int32_t> host_track;

@@ -55,6 +55,9 @@ struct Track {
   int64_t os_tid = 0;   // host threads
   int32_t device = -1;  // device cores
   int32_t core = -1;    // a GPU's track: its CUDA stream id ("cuda:0 stream 7")
+  // A profile of several ranks (torch.profiler traces imported together): the rank whose
+  // process this thread or device belongs to, its own process in trace.json. -1: one process.
+  int32_t rank = -1;
 };
 
 struct DeviceInfo {
