@@ -265,6 +265,7 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
       if (device_work(c)) {
         x.kind = EventKind::kernel;
         x.bytes = std::max<int64_t>(0, e.bytes == kNone ? 0 : e.bytes);
+        if (e.bandwidth_gbps >= 0) x.value = std::llround(double(e.bandwidth_gbps) * 1000);  // MB/s
         x.shapes = t.strings[e.detail];
         ++rep.gpu_events;
         Link* l = link_of(e);

@@ -506,6 +506,7 @@ class Writer {
         if (e.stream >= 0) w = put_int(arg(w, "stream"), e.stream);  // a GPU's (CUPTI)
         w = put_int(arg(w, "bytes"), e.bytes);
         w = put_int(arg(w, "flops"), e.flops);
+        if (e.value > 0) w = put_us(arg(w, "memory bandwidth (GB/s)"), e.value);  // MB/s as GB/s, exactly
         w = lit(w, "}}");
         auto l = launch_of_.find(e.id);
         if (l != launch_of_.end()) {

@@ -39,7 +39,7 @@ struct TraceEvent {
   uint64_t parent = 0;
   int64_t bytes = 0;   // launch/kernel: bytes moved; alloc/free: block size
   int64_t flops = 0;   // launch/kernel
-  int64_t value = 0;   // alloc/free: bytes allocated on the device after it; op: sequence nr
+  int64_t value = 0;   // alloc/free: device bytes allocated after it; op: sequence nr; kernel: trace's MB/s
   std::string name;    // op/range/kernel name; launch: kernel name; sync: "stream", "device", ...
   int32_t track = 0;   // index into Trace::tracks (host thread, or device core)
   int32_t device = -1;
