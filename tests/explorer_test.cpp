@@ -206,6 +206,9 @@ TEST(ExplorerApi, ImportedTorchTraceShowsGpuStreamsAsDeviceLanes) {
   x("cpu_op", "aten::mul", 1, 1, 30, 20, {{"External id", 2}});
   x("cuda_runtime", "cudaLaunchKernel", 1, 1, 32, 5, {{"correlation", 10}, {"External id", 2}});
   x("kernel", "mul_kernel", 0, 13, 40, 4, {{"correlation", 10}});
+  x("cuda_runtime", "cudaMemcpyAsync", 1, 1, 60, 3, {{"correlation", 11}});
+  x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, 64, 1,
+    {{"correlation", 11}, {"bytes", 1048576}, {"memory bandwidth (GB/s)", 743.672}});
   fs::path dir = temp_dir("imported");
   std::string path = (dir / "run.pt.trace.json").string();
   std::ofstream(path) << json{{"traceEvents", ev}, {"baseTimeNanoseconds", 1}}.dump();
@@ -233,6 +236,13 @@ TEST(ExplorerApi, ImportedTorchTraceShowsGpuStreamsAsDeviceLanes) {
     EXPECT_EQ(v.status, 200) << view << ": " << v.body.dump();
   }
   EXPECT_EQ(api.get("/api/profiles/0/search", {{"q", "kernel"}}).body["total"], 4);  // 2 launches, 2 kernels
+  // A memcpy's detail: the trace's bandwidth beside bytes / dur (its 1 µs is rounded).
+  uint32_t copy = 0;
+  while (evs[copy].name != "Memcpy HtoD (Pinned -> Device)") ++copy;
+  ApiResponse d = api.get("/api/profiles/0/event/" + std::to_string(copy), {});
+  ASSERT_EQ(d.status, 200) << d.body.dump();
+  EXPECT_DOUBLE_EQ(d.body["args"]["trace_gbps"].get<double>(), 743.672);
+  EXPECT_DOUBLE_EQ(d.body["args"]["gbps"].get<double>(), 1048.576);
   fs::remove_all(dir);
 }
 

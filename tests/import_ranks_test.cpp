@@ -4,11 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "cli_util.h"
 #include "import_util.h"
 #include "opscope/core/error.h"
 #include "opscope/importer/ranks.h"
+#include "opscope/profiler/store.h"
 #include "trace_util.h"
 
 namespace opscope::test {
@@ -67,7 +72,63 @@ TEST(ImportRanks, TwoRanksOnOneTimelineWithAProcessEach) {
   json c = config(t);
   EXPECT_EQ(c["imported_from"]["files"].size(), 2u);
   EXPECT_EQ(c["imported_from"]["ranks"][1]["rank"], 1);
-  EXPECT_EQ(c["imported_from"]["track_ranks"].size(), t.tracks.size());
+  for (const prof::Track& tr : t.tracks) EXPECT_EQ(tr.rank, tr.name.rfind("rank 1 ", 0) == 0 ? 1 : 0) << tr.name;
+}
+
+// The process_name of every pid in a saved profile's trace.json, and the process of each
+// slice's category ("op" -> names of the processes holding ops).
+struct Processes {
+  std::map<int64_t, std::string> names;
+  std::map<std::string, std::set<std::string>> of_category;
+  std::vector<std::string> in_order;  // by process_sort_index
+};
+Processes processes_of(const prof::Trace& t, const TempDir& dir) {
+  std::string out = dir.file("profile");
+  prof::export_profile(t, out);
+  prof::Trace back = prof::load_profile(out);
+  EXPECT_EQ(back.tracks.size(), t.tracks.size());
+  for (size_t i = 0; i < back.tracks.size() && i < t.tracks.size(); ++i) EXPECT_EQ(back.tracks[i].rank, t.tracks[i].rank);
+  std::ifstream f(out + "/trace.json");
+  json doc = json::parse(f);
+  Processes p;
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "process_name") p.names[e.at("pid")] = e.at("args").at("name");
+  std::map<int64_t, std::string> by_sort;
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "process_sort_index") {
+      EXPECT_TRUE(by_sort.emplace(e.at("args").at("sort_index"), p.names[e.at("pid")]).second) << e;
+    }
+  for (auto& [sort, name] : by_sort) p.in_order.push_back(name);
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "X") p.of_category[e.at("cat")].insert(p.names[e.at("pid")]);
+  return p;
+}
+
+TEST(ImportRanks, ExportedTraceHasAProcessPerRank) {
+  TempDir dir("import_ranks_export");
+  importer::ImportResult r = importer::import_traces({dir.write("r0.json", rank_trace(0, 2)), dir.write("r1.json", rank_trace(1, 2))});
+  Processes p = processes_of(r.trace, dir);
+  std::set<std::string> names;
+  for (auto& [pid, name] : p.names) names.insert(name);
+  EXPECT_EQ(names.size(), p.names.size()) << "two pids share a name";
+  const std::string h100 = " (NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.2 GiB))";
+  // Each rank, then its GPU, in the viewer's order.
+  EXPECT_EQ(p.in_order, (std::vector<std::string>{"rank 0", "rank 0 cuda:0" + h100, "rank 1", "rank 1 cuda:0" + h100}));
+  // Ops and launches in the ranks' processes, kernels in the devices'.
+  EXPECT_EQ(p.of_category["op"], (std::set<std::string>{"rank 0", "rank 1"}));
+  EXPECT_EQ(p.of_category["launch"], (std::set<std::string>{"rank 0", "rank 1"}));
+  EXPECT_EQ(p.of_category["kernel"].size(), 2u);
+  EXPECT_EQ(p.of_category["kernel"].count("rank 0") + p.of_category["kernel"].count("rank 1"), 0u);
+}
+
+TEST(ImportRanks, OneFileKeepsOneHostProcess) {
+  TempDir dir("import_ranks_one");
+  importer::ImportResult r = importer::import_traces({dir.write("r0.json", rank_trace(0, 2))});
+  for (const prof::Track& tr : r.trace.tracks) EXPECT_EQ(tr.rank, -1) << tr.name;
+  Processes p = processes_of(r.trace, dir);
+  EXPECT_EQ(p.names.at(1), "host");
+  EXPECT_EQ(p.names.size(), 2u);  // host and cuda:0
+  EXPECT_EQ(p.of_category["op"], (std::set<std::string>{"host"}));
 }
 
 TEST(ImportRanks, RankTableShowsTheSlowestRankAndCollectives) {

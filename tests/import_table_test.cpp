@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "import_util.h"
+#include "opscope/profiler/chrome_trace.h"
 #include "opscope/profiler/memory.h"
+#include "opscope/profiler/store.h"
 #include "trace_util.h"
 
 namespace opscope::test {
@@ -88,6 +90,47 @@ TEST_F(ImportTable, SelfDeviceTimeComesFromEachOpsKernels) {
   EXPECT_DOUBLE_EQ(ka.roofline().peak_gflops, 989400);
   // 131.072 / 3350 of the memory roof.
   EXPECT_NE(table.find(fmt::format("{:.1f}%", 100 * 131.072 / 3350)), std::string::npos) << table;
+}
+
+// The trace's "memory bandwidth (GB/s)" of a memcpy: kept on the event (MB/s in value),
+// saved, and written back to trace.json; events without one carry none.
+TEST_F(ImportTable, MemcpyKeepsTheBandwidthTheTraceReports) {
+  const prof::TraceEvent& copy = only(trace, EventKind::kernel, "Memcpy HtoD (Pageable -> Device)");
+  EXPECT_EQ(copy.value, 131072);
+  EXPECT_EQ(only(trace, EventKind::kernel, "sm90_xmma_gemm_f32f32").value, 0);
+  std::string out = dir.file("profile");
+  prof::export_profile(trace, out);
+  EXPECT_EQ(only(prof::load_profile(out), EventKind::kernel, "Memcpy HtoD (Pageable -> Device)").value, 131072);
+  json doc = json::parse(prof::chrome_trace_json(trace));
+  int kernels = 0;
+  for (const json& e : doc.at("traceEvents")) {
+    if (e.value("cat", "") != "kernel") continue;
+    ++kernels;
+    bool is_copy = e.at("name") == "Memcpy HtoD (Pageable -> Device)";
+    EXPECT_EQ(e.at("args").contains("memory bandwidth (GB/s)"), is_copy) << e;
+    if (is_copy) {
+      EXPECT_DOUBLE_EQ(e.at("args").at("memory bandwidth (GB/s)").get<double>(), 131.072);
+    }
+  }
+  EXPECT_EQ(kernels, 3);
+}
+
+// Traces before 2024 round dur to whole µs: a 1.41 µs copy reads as 1 µs, so bytes / dur
+// overstates its bandwidth by 41%; the trace's own figure (from the exact duration) is kept.
+TEST(ImportMemcpy, BandwidthOfARoundedDurationComesFromTheTrace) {
+  TempDir dir("import_memcpy_bw");
+  json ev = json::array();
+  ev.push_back(x_event("cpu_op", "aten::copy_", 1, 1, 1700000000000000, 10, {{"External id", 1}}));
+  ev.push_back(x_event("cuda_runtime", "cudaMemcpyAsync", 1, 1, 1700000000000001, 3,
+                       {{"correlation", 5}, {"External id", 1}}));
+  ev.push_back(x_event("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, 1700000000000005, 1,
+                       {{"correlation", 5}, {"bytes", 1048576}, {"memory bandwidth (GB/s)", 743.672}}));
+  ev.push_back(x_event("gpu_memset", "Memset (Device)", 0, 7, 1700000000000007, 1, {{"correlation", 6}, {"bytes", 4096}}));
+  prof::Trace t = importer::import_traces({dir.write("old.json", json{{"traceEvents", ev}})}).trace;
+  const prof::TraceEvent& copy = only(t, EventKind::kernel, "Memcpy HtoD (Pinned -> Device)");
+  EXPECT_EQ(copy.t1 - copy.t0, 1000);
+  EXPECT_EQ(copy.value, 743672);
+  EXPECT_EQ(only(t, EventKind::kernel, "Memset (Device)").value, 0);  // none reported
 }
 
 TEST_F(ImportTable, LinksTracksAndTimes) {

@@ -28,6 +28,8 @@ Trace full_trace() {
   t.tracks.push_back({Track::Kind::host_thread, "main thread", 123456, -1, -1});
   t.tracks.push_back({Track::Kind::device_core, "cpu:0 core 15", 0, 0, 15});
   t.tracks.push_back({Track::Kind::host_thread, "thread\n\"2\" ✓", 7, -1, -1});
+  t.tracks[1].rank = 0;  // a profile of several ranks (imported)
+  t.tracks[2].rank = 3;
   t.dropped_per_track = {1, 0, 41};
   t.dropped = 42;
   for (int i = 0; i < 7 * 3; ++i) {
@@ -96,6 +98,7 @@ void expect_same(const Trace& a, const Trace& b) {
     EXPECT_EQ(a.tracks[i].os_tid, b.tracks[i].os_tid);
     EXPECT_EQ(a.tracks[i].device, b.tracks[i].device);
     EXPECT_EQ(a.tracks[i].core, b.tracks[i].core);
+    EXPECT_EQ(a.tracks[i].rank, b.tracks[i].rank);
   }
   ASSERT_EQ(a.events.size(), b.events.size());
   for (size_t i = 0; i < a.events.size(); ++i) {
@@ -159,6 +162,15 @@ TEST_F(Store, RoundTripKeepsEveryField) {
   export_profile(t, dir.string());
   expect_same(t, load_profile(dir.string()));  // the folder
   expect_same(t, load_profile(db()));          // or the file itself
+}
+
+// Profiles saved before tracks had a rank (same schema version) load, each track at -1.
+TEST_F(Store, ProfileWithoutTheRankColumnLoadsWithOneProcess) {
+  Trace t = full_trace();
+  export_profile(t, dir.string());
+  sql("ALTER TABLE tracks DROP COLUMN rank");
+  for (Track& tr : t.tracks) tr.rank = -1;
+  expect_same(t, load_profile(dir.string()));
 }
 
 TEST_F(Store, EmptyTraceRoundTrips) {

@@ -53,6 +53,8 @@ json event_view(const Profile& p, uint32_t e) {
   }
   if (ev.kind == EventKind::kernel && ev.t1 > ev.t0 && ev.bytes > 0)
     args["gbps"] = double(ev.bytes) / double(ev.t1 - ev.t0);
+  if (ev.kind == EventKind::kernel && ev.value > 0) args["trace_gbps"] = double(ev.value) / 1000;  // imported
+
   j["args"] = args;
   j["shapes"] = ev.shapes;
   j["source"] = ev.source;

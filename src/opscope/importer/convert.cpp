@@ -121,9 +121,9 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
 
   // Tracks.
   auto add_track = [&](Track tr) {
+    tr.rank = int32_t(rank);
     out.tracks.push_back(std::move(tr));
     out.dropped_per_track.resize(out.tracks.size(), 0);
-    ctx.track_rank.resize(out.tracks.size(), rank);
     return int32_t(out.tracks.size() - 1);
   };
   std::map<std::pair<uint32_t, uint32_t>, int32_t> host_track;
@@ -265,6 +265,7 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
       if (device_work(c)) {
         x.kind = EventKind::kernel;
         x.bytes = std::max<int64_t>(0, e.bytes == kNone ? 0 : e.bytes);
+        if (e.bandwidth_gbps >= 0) x.value = std::llround(double(e.bandwidth_gbps) * 1000);  // MB/s
         x.shapes = t.strings[e.detail];
         ++rep.gpu_events;
         Link* l = link_of(e);

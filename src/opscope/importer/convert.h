@@ -32,7 +32,6 @@ struct FileReport {
 struct AppendContext {
   uint64_t next_op_id = 1, next_launch_id = 1;
   std::string prefix;  // for tracks and devices of one rank among several: "rank 1 "
-  std::vector<int64_t> track_rank;  // per Trace track: the rank it came from (-1: one file)
 };
 
 // Appends `t`'s events to `out` (times relative to out.base_time_ns, a Unix-epoch ns

@@ -144,7 +144,6 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
     }
   }
   from["ranks"] = per;
-  if (many) from["track_ranks"] = ctx.track_rank;
   from["warnings"] = warnings;
   nlohmann::ordered_json cfg;
   cfg["imported_from"] = from;

@@ -6,7 +6,7 @@
 // The profile's config records where it came from:
 //   "imported_from": {"files": [...], "format": "kineto-2024" | "kineto-2022" |
 //                     "kineto-2021" | "legacy-array", "launch_rule": ..., "ranks": [...],
-//                     "track_ranks": [...], "warnings": [...]}
+//                     "warnings": [...]}
 // and, for a GPU in gpu_peaks.h's table (or peaks given), "device_peaks".
 #pragma once
 #include <string>

@@ -86,6 +86,14 @@ int64_t integer(od::value& v) {
   return std::isfinite(d) && std::abs(d) < 9e18 ? std::llround(d) : kNone;
 }
 
+// A number (integer or not); `none` when the value is no finite number.
+double real(od::value& v, double none) {
+  od::number n;
+  if (v.get_number().get(n) != simdjson::SUCCESS) return none;
+  double d = n.as_double();
+  return std::isfinite(d) ? d : none;
+}
+
 // A time in µs as ns: integers exactly, floats rounded to the ns. False when no number
 // or beyond ±4e15 µs (year 2096 since the epoch): sums of times stay inside int64.
 constexpr int64_t kMaxMicros = 4'000'000'000'000'000;
@@ -287,6 +295,7 @@ class Reader final : public TraceParts {
           else if (is(ak, "stream")) r.stream = integer(av);
           else if (is(ak, "bytes")) r.bytes = integer(av);
           else if (is(ak, "Bytes")) r.bytes = integer(av);
+          else if (is(ak, "memory bandwidth (GB/s)")) r.bandwidth_gbps = float(real(av, -1));
           else if (is(ak, "Addr")) r.addr = integer(av);
           else if (is(ak, "Total Allocated")) r.total_allocated = integer(av);
           else if (is(ak, "Device Type")) r.device_type = int32_t(integer(av));

@@ -50,8 +50,7 @@ class Warnings {
 
 constexpr int64_t kNone = INT64_MIN;
 
-// Kept small: a million of them live until the Trace is built. (A memcpy's "memory
-// bandwidth (GB/s)" is not kept: bytes / dur gives it.)
+// Kept small: a million of them live until the Trace is built.
 struct RawEvent {
   int64_t ts = 0;   // ns, in the file's clock (µs × 1000; relative to baseTimeNanoseconds if it has one)
   int64_t dur = 0;  // ns
@@ -60,12 +59,17 @@ struct RawEvent {
   uint32_t detail = 0;  // op: input shapes "[(4, 8) float]"; kernel: launch configuration; collective
   Category category = Category::none;
   char ph = 'X';
+  // memcpy/memset "memory bandwidth (GB/s)" as torch computed it from the exact duration
+  // (older traces round dur to whole µs, so bytes / dur can be far off); < 0: none.
+  float bandwidth_gbps = -1;  // in the padding before `correlation`: no bigger
   int64_t correlation = kNone, external_id = kNone, external_id_lower = kNone, flow_id = kNone;
   int64_t device = kNone, stream = kNone;  // args "device" / "stream" (GPU events)
   int64_t bytes = kNone;                   // memcpy/memset "bytes"; [memory] "Bytes"
   int64_t addr = 0, total_allocated = kNone;
   int32_t device_type = -1, device_id = -1;  // [memory]
 };
+
+static_assert(sizeof(RawEvent) == 128, "RawEvent grew: a million live during an import");
 
 struct GpuProperties {
   int64_t id = 0;

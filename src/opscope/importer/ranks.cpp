@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "opscope/core/error.h"
 #include "opscope/profiler/key_averages.h"
@@ -12,12 +11,13 @@
 namespace opscope::importer {
 
 std::vector<int64_t> track_ranks(const prof::Trace& trace) {
-  auto cfg = nlohmann::json::parse(trace.config_json, nullptr, false);
-  if (!cfg.is_object() || !cfg.contains("imported_from") || !cfg["imported_from"].is_object()) return {};
-  const auto& from = cfg["imported_from"];
-  if (!from.contains("track_ranks") || !from["track_ranks"].is_array()) return {};
   std::vector<int64_t> out;
-  for (const auto& r : from["track_ranks"]) out.push_back(r.is_number_integer() ? r.get<int64_t>() : -1);
+  bool any = false;
+  for (const prof::Track& tr : trace.tracks) {
+    out.push_back(tr.rank);
+    any = any || tr.rank >= 0;
+  }
+  if (!any) out.clear();
   return out;
 }
 

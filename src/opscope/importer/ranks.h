@@ -27,8 +27,8 @@ struct RankTable {
   std::string text(int64_t row_limit = 50) const;
 };
 
-// The ranks of each track, from the config's imported_from.track_ranks; empty when the
-// profile is not a multi-rank import.
+// The rank of each track (Track::rank); empty when no track has one (not a multi-rank
+// import).
 std::vector<int64_t> track_ranks(const prof::Trace& trace);
 
 // Throws "[table] ..." when the profile holds no ranks (not imported from several files).

@@ -31,7 +31,7 @@ enum class Category : uint8_t {
   memset,
   gpu_sync,
   flow,         // ac2g, async, async_gpu, async_cpu_to_gpu
-  fwdbwd,       // forward-backward flows: not used
+  fwdbwd,       // forward-backward flows: dropped (no backward in inference; no op-to-op link)
   cpu_instant,  // [memory] and other instants
   trace_span,   // "Trace": the profiler's own span
   python_function,

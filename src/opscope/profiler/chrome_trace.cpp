@@ -250,6 +250,10 @@ class Writer {
   std::vector<Place> fw_, rt_;     // per track: framework/device place, runtime place
   std::vector<char> has_runtime_;  // host tracks with runtime events
   std::map<int, std::string> device_names_;
+  // A profile of several ranks: each rank's host threads in a process of its own ("rank R"),
+  // numbered after the devices' pids; a device's rank (from its tracks) orders it after its host.
+  std::map<int, int> rank_pid_;     // rank -> pid
+  std::map<int, int> device_rank_;  // device -> rank
   std::unordered_map<uint64_t, uint32_t> launch_of_, op_of_;  // id -> event index
 
   void prepare() {
@@ -260,11 +264,11 @@ class Writer {
     for (size_t i = 0; i < n; ++i) {
       const Track& tr = t_.tracks[i];
       if (tr.kind == Track::Kind::host_thread) {
-        fw_[i] = {kHostPid, int64_t(i) + 1};
-        rt_[i] = {kHostPid, int64_t(n + i) + 1};
+        if (tr.rank >= 0) rank_pid_[tr.rank] = 0;
       } else {
         fw_[i] = rt_[i] = {device_pid(tr.device), int64_t(i) + 1};
         add_device(tr.device);
+        if (tr.rank >= 0 && tr.device >= 0) device_rank_.emplace(tr.device, tr.rank);
       }
     }
     for (const DeviceInfo& d : t_.devices) device_names_[d.index] = d.name;
@@ -291,9 +295,21 @@ class Writer {
         case EventKind::api:
           has_runtime_[e.track] = 1;
           if (e.kind != EventKind::sync && e.kind != EventKind::api) add_device(e.device);
+          // A device with no track of its own (host memory): the rank of who allocates on it.
+          if (!rank_pid_.empty() && e.kind != EventKind::launch && e.device >= 0 && t_.tracks[e.track].rank >= 0)
+            device_rank_.emplace(e.device, t_.tracks[e.track].rank);
           break;
         case EventKind::kernel: break;
       }
+    }
+    int next_pid = device_names_.empty() ? 2 : device_pid(device_names_.rbegin()->first) + 1;
+    for (auto& [rank, pid] : rank_pid_) pid = next_pid++;
+    for (size_t i = 0; i < n; ++i) {
+      const Track& tr = t_.tracks[i];
+      if (tr.kind != Track::Kind::host_thread) continue;
+      int pid = tr.rank >= 0 ? rank_pid_[tr.rank] : kHostPid;
+      fw_[i] = {pid, int64_t(i) + 1};
+      rt_[i] = {pid, int64_t(n + i) + 1};
     }
   }
 
@@ -332,14 +348,30 @@ class Writer {
   }
 
   void metadata() {
-    meta("process", {kHostPid, 0}, "host", 0);
-    for (auto& [dev, name] : device_names_) {
+    // One process: "host", then the devices in index order. Several ranks: each rank's
+    // process, then its devices; devices of no rank last.
+    bool one_host = rank_pid_.empty();
+    for (const Track& tr : t_.tracks) one_host = one_host || (tr.kind == Track::Kind::host_thread && tr.rank < 0);
+    if (one_host) meta("process", {kHostPid, 0}, "host", 0);
+    int64_t sort = 1;
+    auto device_meta = [&](int dev, const std::string& name) {
       std::string label = name;  // "cpu:0 (<description>)", or the description if it names it
       for (const DeviceInfo& d : t_.devices)
         if (d.index == dev && !d.description.empty())
           label = d.description.find(name) != std::string::npos ? d.description
                                                                  : name + " (" + d.description + ")";
-      meta("process", {device_pid(dev), 0}, label, 1 + dev);
+      meta("process", {device_pid(dev), 0}, label, rank_pid_.empty() ? 1 + dev : sort++);
+    };
+    for (auto& [rank, pid] : rank_pid_) {
+      meta("process", {pid, 0}, "rank " + std::to_string(rank), sort++);
+      for (auto& [dev, name] : device_names_) {
+        auto r = device_rank_.find(dev);
+        if (r != device_rank_.end() && r->second == rank) device_meta(dev, name);
+      }
+    }
+    for (auto& [dev, name] : device_names_) {
+      auto r = device_rank_.find(dev);
+      if (rank_pid_.empty() || r == device_rank_.end() || !rank_pid_.count(r->second)) device_meta(dev, name);
     }
     for (size_t i = 0; i < t_.tracks.size(); ++i) {
       const Track& tr = t_.tracks[i];
@@ -474,6 +506,7 @@ class Writer {
         if (e.stream >= 0) w = put_int(arg(w, "stream"), e.stream);  // a GPU's (CUPTI)
         w = put_int(arg(w, "bytes"), e.bytes);
         w = put_int(arg(w, "flops"), e.flops);
+        if (e.value > 0) w = put_us(arg(w, "memory bandwidth (GB/s)"), e.value);  // MB/s as GB/s, exactly
         w = lit(w, "}}");
         auto l = launch_of_.find(e.id);
         if (l != launch_of_.end()) {

@@ -40,7 +40,7 @@ CREATE TABLE devices(device INTEGER NOT NULL, name TEXT NOT NULL, description TE
                      num_cores INTEGER NOT NULL);
 CREATE TABLE tracks(track INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
                     os_tid INTEGER NOT NULL, device INTEGER NOT NULL, core INTEGER NOT NULL,
-                    dropped INTEGER NOT NULL);
+                    dropped INTEGER NOT NULL, rank INTEGER NOT NULL DEFAULT -1);
 CREATE TABLE events(event INTEGER PRIMARY KEY, kind TEXT NOT NULL, t0 INTEGER NOT NULL,
                     t1 INTEGER NOT NULL, id INTEGER NOT NULL, parent INTEGER NOT NULL,
                     bytes INTEGER NOT NULL, flops INTEGER NOT NULL, value INTEGER NOT NULL,
@@ -302,7 +302,7 @@ void write_db(const Trace& t, const std::string& file, const std::string& shown)
     }
   }
   {
-    Stmt s(db, "INSERT INTO tracks VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    Stmt s(db, "INSERT INTO tracks VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     if (!s) db_fail(shown, db, sqlite3_errcode(db), "preparing the tracks insert");
     for (size_t i = 0; i < t.tracks.size(); ++i) {
       const Track& tr = t.tracks[i];
@@ -313,6 +313,7 @@ void write_db(const Trace& t, const std::string& file, const std::string& shown)
       s.i64(5, tr.device);
       s.i64(6, tr.core);
       s.i64(7, i < t.dropped_per_track.size() ? t.dropped_per_track[i] : 0);
+      s.i64(8, tr.rank);
       check(s, "writing tracks");
     }
   }
@@ -682,8 +683,13 @@ Trace load_profile(const std::string& path) {
          d.num_cores = sqlite3_column_int(s, 3);
          t.devices.push_back(std::move(d));
        });
-  rows("SELECT track, kind, name, os_tid, device, core, dropped FROM tracks ORDER BY track", "tracks",
-       [&](sqlite3_stmt* s) {
+  // `rank` came later (same schema version): a profile saved before it has one process.
+  bool has_rank = false;
+  rows("SELECT 1 FROM pragma_table_info('tracks') WHERE name = 'rank'", "the tracks' columns",
+       [&](sqlite3_stmt*) { has_rank = true; });
+  rows(has_rank ? "SELECT track, kind, name, os_tid, device, core, dropped, rank FROM tracks ORDER BY track"
+                : "SELECT track, kind, name, os_tid, device, core, dropped, -1 FROM tracks ORDER BY track",
+       "tracks", [&](sqlite3_stmt* s) {
          if (sqlite3_column_int64(s, 0) != int64_t(t.tracks.size()))
            fail("profile", "{}: corrupt: tracks are not numbered 0..n-1", p);
          Track tr;
@@ -698,6 +704,7 @@ Trace load_profile(const std::string& path) {
          tr.os_tid = sqlite3_column_int64(s, 3);
          tr.device = sqlite3_column_int(s, 4);
          tr.core = sqlite3_column_int(s, 5);
+         tr.rank = sqlite3_column_int(s, 7);
          t.tracks.push_back(std::move(tr));
          t.dropped_per_track.push_back(sqlite3_column_int64(s, 6));
        });

@@ -39,7 +39,7 @@ struct TraceEvent {
   uint64_t parent = 0;
   int64_t bytes = 0;   // launch/kernel: bytes moved; alloc/free: block size
   int64_t flops = 0;   // launch/kernel
-  int64_t value = 0;   // alloc/free: bytes allocated on the device after it; op: sequence nr
+  int64_t value = 0;   // alloc/free: device bytes allocated after it; op: sequence nr; kernel: trace's MB/s
   std::string name;    // op/range/kernel name; launch: kernel name; sync: "stream", "device", ...
   int32_t track = 0;   // index into Trace::tracks (host thread, or device core)
   int32_t device = -1;
@@ -55,6 +55,9 @@ struct Track {
   int64_t os_tid = 0;   // host threads
   int32_t device = -1;  // device cores
   int32_t core = -1;    // a GPU's track: its CUDA stream id ("cuda:0 stream 7")
+  // A profile of several ranks (torch.profiler traces imported together): the rank whose
+  // process this thread or device belongs to, its own process in trace.json. -1: one process.
+  int32_t rank = -1;
 };
 
 struct DeviceInfo {
