@@ -170,7 +170,7 @@ TEST_F(CliAdvise, TableReadsTheRooflineAgainstASavedProbe) {
   EXPECT_TRUE(peaks.contains("spread"));
 
   const std::string naive = (dir / "rms" / "naive").string();
-  CliResult own = run_opscope({"table", naive});
+  CliResult own = run_opscope({"table", naive, "--wide"});
   ASSERT_EQ(own.status, 0) << own.out;
   EXPECT_TRUE(has(own.out, "% Roofline")) << own.out;
   // A probe that read a millionth of the bandwidth: every memory-bound op is above it.
@@ -178,7 +178,7 @@ TEST_F(CliAdvise, TableReadsTheRooflineAgainstASavedProbe) {
   peaks.erase("levels");
   fs::path slow = dir / "slow.json";
   std::ofstream(slow) << peaks.dump();
-  CliResult low = run_opscope({"table", naive, "--peaks", slow.string()});
+  CliResult low = run_opscope({"table", naive, "--peaks", slow.string(), "--wide"});
   ASSERT_EQ(low.status, 0) << low.out;
   EXPECT_TRUE(has(low.out, "above roof")) << low.out;
   EXPECT_FALSE(has(own.out, "above roof")) << own.out;

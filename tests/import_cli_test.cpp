@@ -109,11 +109,11 @@ TEST_F(CliImport, PeakFlagsGiveTheRooflineOfAGpuTheTableDoesNotKnow) {
   std::string trace = dir.write("x.json", json{{"traceEvents", ev}, {"deviceProperties", {gpu}}});
   CliResult plain = run_opscope({"table", trace});
   ASSERT_EQ(plain.status, 0) << plain.out;
-  EXPECT_EQ(plain.out.find("% Roofline"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("% Roof"), std::string::npos) << plain.out;
   EXPECT_NE(plain.out.find("100.00"), std::string::npos) << plain.out;  // 1 MB in 10 µs: 100 GB/s
   CliResult given = run_opscope({"table", trace, "--peak-gbps", "1000", "--peak-gflops", "5000"});
   ASSERT_EQ(given.status, 0) << given.out;
-  EXPECT_NE(given.out.find("% Roofline"), std::string::npos) << given.out;
+  EXPECT_NE(given.out.find("% Roof"), std::string::npos) << given.out;
   EXPECT_NE(given.out.find("10.0%"), std::string::npos) << given.out;
   // The same flags on import are kept in the profile.
   ASSERT_EQ(run_opscope({"import", trace, "--out", dir.file("p"), "--peak-gbps", "1000", "--peak-gflops", "5000"}).status, 0);
@@ -124,15 +124,19 @@ TEST_F(CliImport, PeakFlagsGiveTheRooflineOfAGpuTheTableDoesNotKnow) {
   EXPECT_NE(bad.out.find("[--peak-gbps] -3 is not a bandwidth"), std::string::npos) << bad.out;
 }
 
-TEST_F(CliImport, AdviseRunsOnAnImportedTrace) {
-  // Today's advisor knows opscope's op names (add, mul), not aten's: it runs and finds
-  // no fusable sequence in a torch trace.
+TEST_F(CliImport, AdviseFindsBackToBackKernelsAndHostIdleTimeInAnImportedTrace) {
+  // Six steps of aten::mul then aten::add, each a small kernel the host launches one by
+  // one: one suggestion counted over the steps, and the device's wait for the host.
   std::string a = dir.write("a.json", steps_trace(3.0));
   CliResult r = run_opscope({"advise", a});
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("Fusion advisor: 0 fusable sequences; device time in the profile 0.030 ms"), std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("over 12 launches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0.030 ms device time in 12 kernels; 1 fusable sequences"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aten::mul → aten::add"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 ops × 6 calls"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Host-bound: The device waits on the host"), std::string::npos) << r.out;
+  // An imported trace has no workload to re-run.
+  CliResult v = run_opscope({"advise", a, "--verify"});
+  EXPECT_NE(v.status, 0) << v.out;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 #include "opscope/core/error.h"
@@ -57,8 +58,14 @@ const Column* column_by_key(const std::string& key) {
   return nullptr;
 }
 
-// A cell that shows nothing but zeros ("0.00%", "0.000us", "0 B", ""), or blank.
-bool shows_zero(const std::string& cell) { return cell.find_first_of("123456789") == std::string::npos; }
+// A cell that shows nothing but zeros ("0.00%", "0.000us", "0 B", ""), or blank; a word
+// such as "above roof" is not a zero.
+bool shows_zero(const std::string& cell) {
+  size_t end = cell.find_last_not_of(" ");
+  std::string_view v = end == std::string::npos ? std::string_view() : std::string_view(cell).substr(0, end + 1);
+  while (!v.empty() && std::isalpha(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);  // the unit
+  return v.find_first_not_of("0.,%+- ") == std::string_view::npos;
+}
 
 }  // namespace
 

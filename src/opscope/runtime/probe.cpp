@@ -177,8 +177,8 @@ std::string DevicePeaks::summary() const {
                                 "spread {:.0f}% over repetitions\n",
                                 stream_gbps, kernel, copy_gbps, matmul_gflops, 100 * spread);
   if (busy())
-    out += fmt::format("warning: the probe's repetitions differ by {:.0f}%: the machine was busy, its peaks read low "
-                       "(save a quiet probe with `opscope probe --save FILE` and pass --peaks FILE)\n",
+    out += fmt::format("warning: the probe's repetitions differ by {:.0f}%: the machine was busy, its peaks read low\n"
+                       "  (save a quiet probe with `opscope probe --save FILE` and pass --peaks FILE)\n",
                        100 * spread);
   return out;
 }
