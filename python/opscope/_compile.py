@@ -301,7 +301,7 @@ def _is_view_only(region):
 class _CompiledRegion:
     """One output of a region: the program of the nodes it needs, compiled by opscope."""
 
-    def __init__(self, name, region, out, explain):
+    def __init__(self, name, region, out, explain, disabled):
         needed, stack = set(), [out]
         while stack:
             n = stack.pop()
@@ -338,13 +338,13 @@ class _CompiledRegion:
         self.inputs = inputs
         self.output = out
         self.ops = [i.op for i in program]
-        self.fn = _C._Region(name, program, len(inputs), index[out], explain)
+        self.fn = _C._Region(name, program, len(inputs), index[out], explain, disabled)
 
 
 class _Plan:
     """A traced and lowered graph for one input signature."""
 
-    def __init__(self, name, gm, explain):
+    def __init__(self, name, gm, explain, disabled=()):
         self.gm = gm
         steps, reasons = lower_graph(gm)
         self.eager_reasons = reasons
@@ -369,7 +369,7 @@ class _Plan:
                 self.steps.extend(("eager", n) for n in region.nodes)
                 continue
             for out in outs:
-                self.steps.append(("region", _CompiledRegion(f"{name}", region, out, explain)))
+                self.steps.append(("region", _CompiledRegion(name, region, out, explain, list(disabled))))
         self.regions = [s[1] for s in self.steps if s[0] == "region"]
 
     def run(self, flat, reports=None):
@@ -411,8 +411,9 @@ class CompiledFunction:
     """What opscope.compile returns: call it as the original. `.plans` holds one lowered
     graph per input signature; `.report(*args)` tells what that signature compiled into."""
 
-    def __init__(self, fn, name=None, explain=False):
+    def __init__(self, fn, name=None, explain=False, disabled=()):
         self.module = fn if isinstance(fn, torch.nn.Module) else None
+        self.disabled = tuple(disabled)
         self.fn = fn
         self.name = name or (type(fn).__name__ if self.module is not None else getattr(fn, "__name__", "compiled"))
         self.explain = explain
@@ -452,7 +453,7 @@ class CompiledFunction:
             if any(not isinstance(a, torch.Tensor) for a in args):
                 raise TypeError(f"[opscope.compile] {self.name}: every argument must be a tensor "
                                 f"(got {[type(a).__name__ for a in args]})")
-            plan = _Plan(self.name, self._trace(names, state, args), self.explain)
+            plan = _Plan(self.name, self._trace(names, state, args), self.explain, self.disabled)
             for node, why in plan.eager_reasons.items():
                 key_w = str(node.target)
                 if key_w not in self._warned:
@@ -475,14 +476,24 @@ class CompiledFunction:
         return reports
 
 
-def compile(fn, *, name=None, dynamic=False, explain=False):
+PASSES = ("dce", "cse", "fold", "fuse")
+
+
+def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False):
     """Compiles a function of tensors or an nn.Module for opscope's device (see module doc).
-    dynamic=True is not supported yet: each new shape traces and compiles again."""
+    passes: the compiler passes to run, a subset of ("dce", "cse", "fold", "fuse"), in their
+    fixed order (passes=() runs the graph op by op, for comparison). explain=True prints the
+    graph after each pass. dynamic=True is not supported yet: each new shape compiles again."""
     if dynamic:
         raise ValueError("[opscope.compile] dynamic=True is not supported: each input shape compiles its own graph")
     if not callable(fn):
         raise TypeError(f"[opscope.compile] expected a function or an nn.Module, got {type(fn).__name__}")
-    return CompiledFunction(fn, name=name, explain=explain)
+    if isinstance(passes, str):
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
+    unknown = [p for p in passes if p not in PASSES]
+    if unknown:
+        raise ValueError(f"[opscope.compile] passes: unknown pass {unknown[0]!r} (expected some of {', '.join(PASSES)})")
+    return CompiledFunction(fn, name=name, explain=explain, disabled=[p for p in PASSES if p not in passes])
 
 
 def _dynamo_backend(gm, example_inputs):

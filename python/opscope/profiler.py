@@ -172,11 +172,17 @@ class KeyAverages(list):
         self.dropped = data["dropped"]
 
     def table(self, sort_by=None, row_limit=100, time_unit=None, max_src_column_width=75,
-              max_name_column_width=55, max_shapes_column_width=80, header=None, top_level_events_only=False):
+              max_name_column_width=55, max_shapes_column_width=80, header=None, top_level_events_only=False,
+              width=160, wide=False, columns=None):
+        """torch's table. It fits `width` characters (columns zero in every row go, headers
+        shorten, then the least telling columns go; a line says which); wide=True shows every
+        column with torch's headers; `columns` picks them (opscope table --columns' keys)."""
         if top_level_events_only:
             raise ValueError("[table] top_level_events_only is not supported: every op and range has its row")
+        if isinstance(columns, str):
+            columns = [c.strip() for c in columns.split(",") if c.strip()]
         text = _native(self._trace.key_averages_table, self._by_shape, sort_by or "", int(row_limit),
-                       time_unit or "")
+                       time_unit or "", 0 if wide else int(width), list(columns or []))
         return f"{header}\n{text}" if header else text
 
     def rows(self):

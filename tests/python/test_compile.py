@@ -242,6 +242,16 @@ def test_a_decoder_block_compiled_equals_eager(dev):
     assert any("rsqrt" in k for k in ks) and any("silu_mul" in k for k in ks), ks
 
 
+def test_passes_choose_what_the_compiler_runs(dev):
+    x, w = torch.randn(8, 64).to(dev), torch.randn(64).to(dev)
+    unfused = opscope.compile(naive_rms_norm, passes=("dce", "cse", "fold"))
+    torch.testing.assert_close(unfused(x, w).cpu(), naive_rms_norm(x.cpu(), w.cpu()), atol=1e-5, rtol=1e-5)
+    assert kernels(unfused, x, w) == [] and eager_nodes(unfused, x, w) == 6
+    assert len(kernels(opscope.compile(naive_rms_norm), x, w)) == 1
+    with pytest.raises(ValueError, match=r"passes: unknown pass 'fusion'"):
+        opscope.compile(naive_rms_norm, passes=("fusion",))
+
+
 def test_bad_input():
     with pytest.raises(TypeError, match=r"\[opscope.compile\] expected a function or an nn.Module"):
         opscope.compile(3)

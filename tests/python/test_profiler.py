@@ -91,6 +91,15 @@ def test_naive_table_ranks_aten_mul_first_by_device_time(dev, tmp_path):
     assert "Self Device" in table and "aten::mul" in table
     first = [l for l in table.splitlines() if l.startswith("aten::")][0]
     assert first.startswith("aten::mul")
+    # It fits a 160-column terminal; wide=True has every column, columns= picks them.
+    assert max(len(l) for l in table.splitlines()) <= 160
+    wide = ka.table(sort_by="device_time_total", wide=True)
+    assert "Self Device Mem" in wide or "Device total" in wide
+    assert max(len(l) for l in wide.splitlines()) > max(len(l) for l in table.splitlines())
+    picked = ka.table(sort_by="device_time_total", columns="self_device,calls")
+    assert "Self CPU" not in picked.splitlines()[1] and "Calls" in picked.splitlines()[1]
+    with pytest.raises(ValueError, match=r"\[columns\] unknown column 'bogus'"):
+        ka.table(columns=["bogus"])
 
 
 def test_record_function_and_module_ranges_nest(dev, tmp_path):

@@ -126,7 +126,8 @@ DType dtype_code(const std::string& name) { return parse_dtype(name, "opscope.co
 
 class Region {
  public:
-  Region(std::string name, std::vector<Instr> program, int64_t n_inputs, int64_t output, bool explain)
+  Region(std::string name, std::vector<Instr> program, int64_t n_inputs, int64_t output, bool explain,
+         const std::vector<std::string>& disabled)
       : name_(std::move(name)) {
     if (program.empty()) throw Error(fmt::format("[opscope.compile] region {} has no instructions", name_));
     if (output < 0 || output >= n_inputs + int64_t(program.size()))
@@ -141,6 +142,10 @@ class Region {
     };
     CompileOptions options;
     options.explain = explain;
+    for (const std::string& pass : disabled)
+      if (!compiler::disable_pass(options.passes, pass))
+        throw Error(fmt::format("[opscope.compile] passes: unknown pass '{}' (expected {})", pass,
+                                compiler::kPassNames));
     fn_ = std::make_unique<CompiledFunction>(compile(std::move(fn), name_, options));
   }
 
@@ -197,8 +202,9 @@ void bind_compile(py::module_& m) {
       .def("__str__", &CompileReport::str);
 
   py::class_<Region>(m, "_Region")
-      .def(py::init<std::string, std::vector<Instr>, int64_t, int64_t, bool>(), py::arg("name"), py::arg("program"),
-           py::arg("n_inputs"), py::arg("output"), py::arg("explain") = false)
+      .def(py::init<std::string, std::vector<Instr>, int64_t, int64_t, bool, const std::vector<std::string>&>(),
+           py::arg("name"), py::arg("program"), py::arg("n_inputs"), py::arg("output"), py::arg("explain") = false,
+           py::arg("disabled") = std::vector<std::string>{})
       .def("__call__", &Region::call)
       .def("report", &Region::report)
       .def_property_readonly("name", &Region::name);

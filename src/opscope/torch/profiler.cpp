@@ -214,7 +214,10 @@ void bind_profiler(py::module_& m) {
   py::class_<prof::Trace, std::shared_ptr<prof::Trace>>(m, "_Trace")
       .def("key_averages_table",
            [](const prof::Trace& t, bool by_shape, const std::string& sort_by, int64_t row_limit,
-              const std::string& unit) { return prof::key_averages(t, by_shape).table(sort_by, row_limit, unit); })
+              const std::string& unit, size_t width, const std::vector<std::string>& columns) {
+             prof::check_table_columns(columns);
+             return prof::key_averages(t, by_shape).table(sort_by, row_limit, unit, prof::TableLayout{columns, width});
+           })
       .def("key_averages_json", &key_averages_json)
       .def("export", [](const prof::Trace& t, const std::string& dir) {
         py::gil_scoped_release nogil;
