@@ -346,3 +346,29 @@ def test_advise_names_the_fused_fix_in_a_torch_profile(dev, tmp_path):
     r = subprocess.run([CLI, "advise", cfg.output_dir], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "opscope.ops.rms_norm" in r.stdout and "6 ops" in r.stdout and "3 calls" in r.stdout, r.stdout
+
+
+def test_the_explorer_serves_an_exported_torch_profile(dev, tmp_path):
+    import re
+    import urllib.request
+    prof, _, _ = profiled_naive(dev, tmp_path)
+    d = prof.export(tmp_path / "exported")
+    server = subprocess.Popen([CLI, "explore", d, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        url = None
+        for _ in range(50):
+            line = server.stdout.readline()
+            m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+            if m:
+                url = m.group(1)
+                break
+        assert url, "the explorer printed no URL"
+        profiles = json.load(urllib.request.urlopen(url + "api/profiles", timeout=30))["profiles"]
+        assert len(profiles) == 1 and profiles[0]["ok"], profiles
+        summary = json.load(urllib.request.urlopen(url + f"api/profiles/{profiles[0]['id']}/summary", timeout=30))
+        kernels = {k["name"]: k for k in summary["kernels"]}
+        assert kernels["mul_f32"]["launches"] == 3 and kernels["mul_f32"]["device_ns"] > 0, kernels
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
