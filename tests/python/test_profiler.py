@@ -47,6 +47,8 @@ def test_every_device_aten_op_has_its_launches_and_kernels(dev, tmp_path):
     names = sorted(n for n in ops.values() if n in ("aten::mul", "aten::mean", "aten::add", "aten::rsqrt"))
     # One framework op per aten call: the bridge's own op scope records no second one.
     assert names == ["aten::add", "aten::mean", "aten::mul", "aten::mul", "aten::mul", "aten::rsqrt"]
+    # The bridge's kernels dispatch nothing of their own (no aten::result_type inside add).
+    assert "aten::result_type" not in ops.values(), sorted(set(ops.values()))
     launches = defaultdict(list)
     for e in ev["launch"]:
         launches[e[3]].append(e[2])

@@ -2,6 +2,7 @@
 // math and activations, sum/mean/amax/amin/argmax/var, on opscope's kernels.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/TypeProperties.h>
 #include <ATen/ops/add_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/mul_ops.h>
@@ -53,9 +54,14 @@ at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b) {
     if (x.scalar_type() == y.scalar_type() && !x.unsafeGetTensorImpl()->is_wrapped_number() &&
         !y.unsafeGetTensorImpl()->is_wrapped_number())
       return x.scalar_type();
-    return at::result_type(x, y);
   }
-  return at::result_type(a.toTensor(), b.toScalar());
+  // torch's promotion rules without a trip through the dispatcher (which a profile would
+  // record as an aten::result_type op inside every binary op).
+  at::native::ResultTypeState st{};
+  st = at::native::update_result_type_state(a.toTensor(), st);
+  st = b.isTensor() ? at::native::update_result_type_state(b.toTensor(), st)
+                    : at::native::update_result_type_state(b.toScalar(), st);
+  return at::native::result_type(st);
 }
 
 Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.to(d); }
