@@ -372,36 +372,38 @@ class _Plan:
                 self.steps.append(("region", _CompiledRegion(name, region, out, explain, list(disabled))))
         self.regions = [s[1] for s in self.steps if s[0] == "region"]
 
+    def _bind(self):
+        """What run() needs of the graph, found once: placeholders, constants, the output."""
+        nodes = list(self.gm.graph.nodes)
+        self._placeholders = [n for n in nodes if n.op == "placeholder"]
+        self._constants = {n: getattr(self.gm, n.target) for n in nodes if n.op == "get_attr"}
+        self._out = next(n for n in nodes if n.op == "output").args[0]
+
     def run(self, flat, reports=None):
         """Runs the steps on the flat inputs (state, then arguments); with `reports`, each
         region's compile report is appended to it first."""
-        env = {}
-        for n in self.gm.graph.nodes:
-            if n.op == "placeholder":
-                env[n] = flat[len(env)]
-            elif n.op == "get_attr":
-                env[n] = getattr(self.gm, n.target)
-
-        def load(a):
-            return torch.fx.node.map_arg(a, lambda n: env[n])
-
+        if not hasattr(self, "_out"):
+            self._bind()
+        env = dict(zip(self._placeholders, flat))
+        env.update(self._constants)
         for kind, item in self.steps:
             if kind == "eager":
-                env[item] = item.target(*load(item.args), **load(item.kwargs))
+                args, kwargs = torch.fx.node.map_arg((item.args, item.kwargs), env.__getitem__)
+                env[item] = item.target(*args, **kwargs)
             else:
                 ins = [env[i] for i in item.inputs]
                 if reports is not None:
                     reports.append(item.fn.report(ins))
                 env[item.output] = item.fn(ins)
-        out = next(n for n in self.gm.graph.nodes if n.op == "output")
-        return load(out.args[0])
+        out = self._out
+        return env[out] if isinstance(out, torch.fx.Node) else torch.fx.node.map_arg(out, env.__getitem__)
 
 
 def _signature(flat):
     sig = []
     for t in flat:
         if isinstance(t, torch.Tensor):
-            sig.append((tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device), t.requires_grad))
+            sig.append((t.shape, t.stride(), t.dtype, t.device, t.requires_grad))
         else:
             sig.append(("const", repr(t)))
     return tuple(sig)
@@ -464,8 +466,12 @@ class CompiledFunction:
 
     def __call__(self, *args):
         plan, flat = self._plan(args)
-        with torch.no_grad():
+        grad = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)  # what torch.no_grad() does, without its object
+        try:
             return plan.run(flat)
+        finally:
+            torch._C._set_grad_enabled(grad)
 
     def report(self, *args):
         """The compiler's report of each region for this signature (compiling it first)."""
