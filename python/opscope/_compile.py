@@ -237,26 +237,33 @@ if hasattr(torch.ops, "opscope") and hasattr(torch.ops.opscope, "rms_norm"):
 _VIEWS = {"reshape", "expand", "permute", "transpose", "unsqueeze", "squeeze", "slice"}
 
 
+def _tensor_ref(a):
+    """A lowering's operand: an fx node (a tensor the graph computes or takes)."""
+    if not isinstance(a, torch.fx.Node):
+        raise _Unlowered(f"argument {a!r} is not a tensor")
+    return a
+
+
 # ---- cutting the graph into regions
 
 
-class _Region:
+class _Segment:
     def __init__(self):
         self.nodes = []      # fx nodes in order
         self.program = {}    # node -> list of instructions (refs as nodes / negative locals)
 
 
 def lower_graph(gm):
-    """Splits gm's graph into steps: ("region", _Region) of lowered nodes, ("eager", node).
+    """Splits gm's graph into steps: ("region", _Segment) of lowered nodes, ("eager", node).
     Returns (steps, {node: reason} for the nodes left eager)."""
     steps, eager_reasons = [], {}
-    current = _Region()
+    current = _Segment()
 
     def flush():
         nonlocal current
         if current.nodes:
             steps.append(("region", current))
-        current = _Region()
+        current = _Segment()
 
     for n in gm.graph.nodes:
         if n.op in ("placeholder", "output", "get_attr"):
@@ -276,13 +283,9 @@ def lower_graph(gm):
         try:
             if lower is None:
                 raise _Unlowered("no lowering")
-            _check_dtype(n) if n.target is not aten.native_layer_norm.default else _check_dtype(n.args[0])
-
-            def ref(a):
-                if not isinstance(a, torch.fx.Node):
-                    raise _Unlowered(f"argument {a!r} is not a tensor")
-                return a
-            prog = lower(n, ref)
+            # native_layer_norm's value is a tuple: its input's dtype is the one that counts
+            _check_dtype(n.args[0] if n.target is aten.native_layer_norm.default else n)
+            prog = lower(n, _tensor_ref)
         except _Unlowered as e:
             eager_reasons[n] = str(e)
             flush()
