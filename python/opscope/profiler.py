@@ -29,6 +29,8 @@ from . import _C
 __all__ = ["Config", "Exporter", "KeyAverages", "ProfilerAction", "ProfilerActivity", "profile", "schedule"]
 
 _LAYERS = ("framework", "runtime", "device")
+# with_stack names the user's line, not torch's or opscope's own Python that passed the op on.
+_C._profiler_skip_frames([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
 
 
 class ProfilerActivity(enum.Enum):
@@ -135,6 +137,7 @@ class EventAverage:
         self.kind = row["kind"]  # "op", "range" or "kernel"
         self.count = row["count"]
         self.input_shapes = row["input_shapes"]
+        self.stack = [row["source"]] if row.get("source") else []  # the calling Python line (with_stack)
         self.self_cpu_time_total = row["self_cpu_ns"] / 1e3
         self.cpu_time_total = row["cpu_total_ns"] / 1e3
         self.cpu_time = row["cpu_avg_ns"] / 1e3
@@ -162,11 +165,12 @@ class KeyAverages(list):
     """prof.key_averages(): the rows (EventAverage) in first-appearance order; .table() prints
     torch's table with Device columns beside CPU ones; .rows() gives plain dicts (for pandas)."""
 
-    def __init__(self, trace, group_by_input_shape):
-        data = json.loads(trace.key_averages_json(group_by_input_shape, ""))
+    def __init__(self, trace, group_by_input_shape, group_by_stack_n=0):
+        data = json.loads(trace.key_averages_json(group_by_input_shape, group_by_stack_n, ""))
         super().__init__(EventAverage(r) for r in data["rows"])
         self._trace = trace
         self._by_shape = group_by_input_shape
+        self._by_stack = group_by_stack_n
         self.self_cpu_time_total = data["self_cpu_time_total_ns"] / 1e3
         self.self_device_time_total = data["self_device_time_total_ns"] / 1e3
         self.dropped = data["dropped"]
@@ -181,7 +185,7 @@ class KeyAverages(list):
             raise ValueError("[table] top_level_events_only is not supported: every op and range has its row")
         if isinstance(columns, str):
             columns = [c.strip() for c in columns.split(",") if c.strip()]
-        text = _native(self._trace.key_averages_table, self._by_shape, sort_by or "", int(row_limit),
+        text = _native(self._trace.key_averages_table, self._by_shape, self._by_stack, sort_by or "", int(row_limit),
                        time_unit or "", 0 if wide else int(width), list(columns or []))
         return f"{header}\n{text}" if header else text
 
@@ -430,9 +434,12 @@ class profile:
         return self._trace
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
-        if group_by_stack_n:
-            raise ValueError("[key_averages] group_by_stack_n is not supported by the torch front yet")
-        return KeyAverages(self._last("key_averages"), bool(group_by_input_shape))
+        """Rows per op, range and kernel; group_by_input_shape (needs record_shapes) and
+        group_by_stack_n > 0 (needs with_stack: the calling Python line) split them further."""
+        _check_type("group_by_stack_n", group_by_stack_n, int, "an integer >= 0")
+        if group_by_stack_n < 0:
+            raise ValueError(f"[group_by_stack_n] must be >= 0, got {group_by_stack_n}")
+        return KeyAverages(self._last("key_averages"), bool(group_by_input_shape), group_by_stack_n)
 
     def events(self):
         """The last window's events as (kind, name, id, parent, t0_ns, t1_ns, device, track, shapes, value)."""

@@ -374,3 +374,33 @@ def test_the_explorer_serves_an_exported_torch_profile(dev, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_with_stack_records_the_calling_python_line(dev, tmp_path):
+    x = torch.randn(8, 16).to(dev)
+
+    def model(t):
+        y = t * 2  # the line each aten::mul names
+        return y + 1
+
+    with profile(with_stack=True, experimental_config=Config(output_dir=str(tmp_path))) as prof:
+        model(x)
+        model(x)
+    line = model.__code__.co_firstlineno + 1
+    d = prof.export(tmp_path / "stack")
+    db = sqlite3.connect(os.path.join(d, "profile.db"))
+    cols = [r[1] for r in db.execute("pragma table_info(events)")]
+    src_col = "source" if "source" in cols else None
+    rows = prof.key_averages(group_by_stack_n=1)
+    mul = [r for r in rows if r.key == "aten::mul"]
+    assert len(mul) == 1 and mul[0].count == 2, [(r.key, r.stack) for r in rows]
+    assert mul[0].stack == [f"{__file__}:{line} (model)"], mul[0].stack
+    add = next(r for r in rows if r.key == "aten::add")
+    assert add.stack == [f"{__file__}:{line + 1} (model)"]
+    if src_col:
+        assert db.execute(f"select count(*) from events where name = 'aten::mul' and {src_col} like '%:{line} (model)'"
+                          ).fetchone()[0] == 2
+    # Without with_stack, no call sites (and nothing costs the GIL).
+    with profile(experimental_config=Config(output_dir=str(tmp_path))) as plain:
+        model(x)
+    assert all(not r.stack for r in plain.key_averages(group_by_stack_n=1))

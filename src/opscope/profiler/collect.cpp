@@ -187,6 +187,7 @@ Trace collect(const Window& w, const ProfilerConfig& config) {
     const Record& r = recs[i];
     if (!(r.kind & kNamePtr)) name_ids.push_back(uint32_t(r.name));
     if (r.aux && EventKind(r.kind & kKindMask) == EventKind::op) name_ids.push_back(r.aux);
+    if (r.bytes < 0 && EventKind(r.kind & kKindMask) == EventKind::op) name_ids.push_back(uint32_t(-r.bytes - 1));
   }
   std::sort(name_ids.begin(), name_ids.end());
   name_ids.erase(std::unique(name_ids.begin(), name_ids.end()), name_ids.end());
@@ -199,7 +200,7 @@ Trace collect(const Window& w, const ProfilerConfig& config) {
     std::vector<uintptr_t> addrs;
     for (uint32_t i : keep) {
       EventKind k = EventKind(recs[i].kind & kKindMask);
-      if ((k == EventKind::op || k == EventKind::range) && recs[i].bytes) addrs.push_back(uintptr_t(recs[i].bytes));
+      if ((k == EventKind::op || k == EventKind::range) && recs[i].bytes > 0) addrs.push_back(uintptr_t(recs[i].bytes));
     }
     std::sort(addrs.begin(), addrs.end());
     addrs.erase(std::unique(addrs.begin(), addrs.end()), addrs.end());
@@ -227,8 +228,11 @@ Trace collect(const Window& w, const ProfilerConfig& config) {
         e.value = r.value;
         if (r.aux)
           if (auto it = names.find(r.aux); it != names.end()) e.shapes = it->second;
-        if (config.with_stack && r.bytes)
+        if (r.bytes < 0) {  // a call site given as text (op_begin_described)
+          if (auto it = names.find(uint32_t(-r.bytes - 1)); it != names.end()) e.source = it->second;
+        } else if (config.with_stack && r.bytes) {
           if (auto it = sources.find(uintptr_t(r.bytes)); it != sources.end()) e.source = it->second;
+        }
         break;
       case EventKind::launch:
       case EventKind::kernel:

@@ -112,14 +112,17 @@ uint64_t op_begin(const char* name, std::span<const Tensor* const> inputs, void*
   return push_scope(st, uint64_t(uintptr_t(name)), uint8_t(EventKind::op) | kNamePtr, ret, shapes);
 }
 
-uint64_t op_begin_described(const char* name, std::string_view shapes, int64_t seq) {
+uint64_t op_begin_described(const char* name, std::string_view shapes, int64_t seq, std::string_view source) {
   ThreadState* st = t_state;
   if (!st || st->dead) [[unlikely]] {
     st = thread_state();
     if (!st) return kNoScope;
   }
   uint32_t sh = shapes.empty() ? 0 : intern(st, shapes);
-  return push_scope(st, uint64_t(uintptr_t(name)), uint8_t(EventKind::op) | kNamePtr, nullptr, sh, seq);
+  // A call site given as text travels where a return address would, as a negative number:
+  // the interned index i as -(i + 1) (addresses are positive); collection tells them apart.
+  void* where = source.empty() ? nullptr : reinterpret_cast<void*>(intptr_t(-int64_t(intern(st, source)) - 1));
+  return push_scope(st, uint64_t(uintptr_t(name)), uint8_t(EventKind::op) | kNamePtr, where, sh, seq);
 }
 
 // Ends the innermost op or range of this thread (scopes are strictly nested).

@@ -28,9 +28,10 @@ uint64_t op_begin(const char* name, std::span<const Tensor* const> inputs, void*
 void op_end(uint64_t id);
 // The same for the op of a framework above opscope (the torch front's aten ops): `name`
 // must live as long as the process (an operator's schema name does), `shapes` is the
-// inputs already described ("" = none); `seq` is that framework's sequence number
-// (autograd's), or -1 for opscope's own count.
-uint64_t op_begin_described(const char* name, std::string_view shapes, int64_t seq);
+// inputs already described ("" = none), `source` its call site already resolved
+// ("model.py:12 (forward)"; "" = none, used with with_stack); `seq` is that framework's
+// sequence number (autograd's), or -1 for opscope's own count.
+uint64_t op_begin_described(const char* name, std::string_view shapes, int64_t seq, std::string_view source = {});
 
 // True while a framework above opscope records its own ops (the torch front's
 // RecordFunction callbacks): the bridge's op scopes then name kernels and errors but

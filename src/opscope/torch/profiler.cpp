@@ -4,6 +4,7 @@
 // event of the same trace as the device's launches and kernels. While the callback is on,
 // the bridge's op scopes record no op of their own (prof::external_ops()), so a kernel's
 // launch carries the aten op's correlation id and its time is that op's Self Device time.
+// With with_stack each aten op also records the Python line that called it.
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "opscope/core/error.h"
 #include "opscope/profiler/chrome_trace.h"
@@ -105,6 +107,43 @@ std::string describe_inputs(c10::ArrayRef<const c10::IValue> inputs) {
   return s + "]";
 }
 
+// ---- with_stack: the Python line that called the op
+std::atomic<bool> g_stack{false};
+std::vector<std::string> g_skip;  // torch's and opscope's package folders (set once at import)
+
+bool skipped(const char* file) {
+  for (const std::string& p : g_skip)
+    if (std::strncmp(file, p.c_str(), p.size()) == 0) return true;
+  return false;
+}
+
+// "script.py:12 (forward)": the innermost frame outside torch's and opscope's own Python.
+// Only on threads Python made (torch calls ops with the GIL released; a thread of torch's
+// own pool has no frames and must not wait for the GIL).
+std::string python_call_site() {
+  if (!Py_IsInitialized() || !PyGILState_GetThisThreadState()) return {};
+  PyGILState_STATE gil = PyGILState_Ensure();
+  std::string out;
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f && out.empty()) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    if (file && !skipped(file)) {
+      const char* fn = PyUnicode_AsUTF8(code->co_name);
+      out = fmt::format("{}:{} ({})", file, PyFrame_GetLineNumber(f), fn ? fn : "?");
+    }
+    Py_DECREF(code);
+    PyFrameObject* back = out.empty() ? PyFrame_GetBack(f) : nullptr;
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  return out;
+}
+
 // ---- the RecordFunction callback
 std::atomic<bool> g_shapes{false};
 
@@ -114,9 +153,10 @@ std::unique_ptr<at::ObserverContext> on_begin(const at::RecordFunction& fn) {
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
     prof::range_begin(fn.name());
   } else {
-    std::string shapes;
+    std::string shapes, site;
     if (g_shapes.load(std::memory_order_relaxed)) shapes = describe_inputs(fn.inputs());
-    prof::op_begin_described(stable_name(fn.name()), shapes, fn.seqNr());
+    if (g_stack.load(std::memory_order_relaxed)) [[unlikely]] site = python_call_site();
+    prof::op_begin_described(stable_name(fn.name()), shapes, fn.seqNr(), site);
   }
   return nullptr;
 }
@@ -144,6 +184,7 @@ class Window {
     profiler_.start();
     if (cfg.layers & prof::kFramework) {
       g_shapes.store(cfg.record_shapes);
+      g_stack.store(cfg.with_stack);
       prof::g_external_ops.store(true);
       at::RecordFunctionCallback cb(&on_begin, &on_end);
       cb.needsInputs(cfg.record_shapes)
@@ -187,8 +228,8 @@ prof::ProfilerConfig make_config(const std::string& layers, const std::string& c
 }
 
 // The rows of key_averages as the JSON the C++ path writes (Python parses it into dicts).
-std::string key_averages_json(const prof::Trace& t, bool by_shape, const std::string& sort_by) {
-  return prof::key_averages(t, by_shape).to_json(sort_by);
+std::string key_averages_json(const prof::Trace& t, bool by_shape, int by_stack, const std::string& sort_by) {
+  return prof::key_averages(t, by_shape, by_stack).to_json(sort_by);
 }
 
 }  // namespace
@@ -198,6 +239,7 @@ void bind_profiler(py::module_& m) {
                                 int64_t max_events, bool record_shapes, bool with_stack, bool correlate) {
     return make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate).to_json();
   });
+  m.def("_profiler_skip_frames", [](std::vector<std::string> prefixes) { g_skip = std::move(prefixes); });
   m.def("_profiler_env", [] {
     prof::ProfilerConfig c = prof::ProfilerConfig::from_env();
     py::dict d;
@@ -213,10 +255,11 @@ void bind_profiler(py::module_& m) {
 
   py::class_<prof::Trace, std::shared_ptr<prof::Trace>>(m, "_Trace")
       .def("key_averages_table",
-           [](const prof::Trace& t, bool by_shape, const std::string& sort_by, int64_t row_limit,
+           [](const prof::Trace& t, bool by_shape, int by_stack, const std::string& sort_by, int64_t row_limit,
               const std::string& unit, size_t width, const std::vector<std::string>& columns) {
              prof::check_table_columns(columns);
-             return prof::key_averages(t, by_shape).table(sort_by, row_limit, unit, prof::TableLayout{columns, width});
+             return prof::key_averages(t, by_shape, by_stack)
+                 .table(sort_by, row_limit, unit, prof::TableLayout{columns, width});
            })
       .def("key_averages_json", &key_averages_json)
       .def("export", [](const prof::Trace& t, const std::string& dir) {
