@@ -67,13 +67,9 @@ TEST_F(CliImport, DefaultOutFolderAndWarningsOnStderr) {
   std::string trace = dir.write("step.pt.trace.json", t);
   std::string cmd = "cd " + testutil::shell_quote(dir.path().string()) + " && " + testutil::shell_quote(testutil::opscope_binary()) +
                     " import step.pt.trace.json 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  std::string out;
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  EXPECT_EQ(::pclose(p), 0) << out;
+  CliResult r = testutil::run_shell(cmd);
+  const std::string& out = r.out;
+  EXPECT_EQ(r.status, 0) << out;
   EXPECT_NE(out.find("opscope: warning: step.pt.trace.json: 1 events with dur < 0"), std::string::npos) << out;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "opscope-profile" / "step" / "profile.db")) << out;
 }

@@ -34,13 +34,9 @@ TEST(ImportTorch, LegacyTraceOfThisMachinesTorchMatchesItsKeyAverages) {
   std::string trace = dir.file("torch.json"), rows = dir.file("rows.json");
   std::string cmd = "/usr/bin/python3 " + testutil::shell_quote(script) + " " + testutil::shell_quote(trace) + " " +
                     testutil::shell_quote(rows) + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  std::string out;
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  int status = ::pclose(p);
+  testutil::CliResult ran = testutil::run_shell(cmd);
+  const std::string& out = ran.out;
+  int status = ran.status;
   if (out.find("No module named 'torch'") != std::string::npos) GTEST_SKIP() << "/usr/bin/python3 has no torch";
   ASSERT_EQ(status, 0) << out;
 
