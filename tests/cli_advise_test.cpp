@@ -84,7 +84,7 @@ TEST_F(CliAdvise, VerifyCompilesTheRegionsAndReportsPredictedAndRealized) {
     EXPECT_GT(c["predicted_saved_ns"].get<double>(), 0) << c;
     EXPECT_GT(c["eager_ns"].get<double>(), 0) << c;
     EXPECT_GT(c["compiled_ns"].get<double>(), 0) << c;
-    EXPECT_EQ(c["realized_runs_ns"].size(), 1u);
+    EXPECT_EQ(c["realized_runs_ns"].size(), 5u);
   }
   EXPECT_TRUE(has(v["workload"].get<std::string>(), "llama tiny")) << v["workload"];
 }
@@ -141,7 +141,9 @@ TEST_F(CliAdvise, VerifyRefusesImportedAndUnknownWorkloads) {
 // --verify on the RMSNorm case study re-runs it at the profile's shape against both
 // fixes the suggestion names: the built-in rms_norm and the compiled function.
 TEST_F(CliAdvise, VerifyReRunsTheRmsNormCaseStudy) {
-  CliResult r = run_opscope({"advise", (dir / "rms" / "naive").string(), "--verify", "--reps", "1", "--json"});
+  // Five alternated runs (medians): one run of 8x64 kernels on two shared cores can be
+  // preempted and invert the eager/compiled order by itself.
+  CliResult r = run_opscope({"advise", (dir / "rms" / "naive").string(), "--verify", "--reps", "5", "--json"});
   ASSERT_EQ(r.status, 0) << r.out;
   json v = json::parse(r.out);
   EXPECT_EQ(v["workload"], "RMSNorm 8x64 f32, 2 calls per run");
@@ -151,7 +153,7 @@ TEST_F(CliAdvise, VerifyReRunsTheRmsNormCaseStudy) {
   for (auto& c : v["checks"]) {
     EXPECT_GT(c["predicted_saved_ns"].get<double>(), 0) << c;
     EXPECT_GT(c["eager_ns"].get<double>(), c["compiled_ns"].get<double>()) << c;  // six kernels against one
-    EXPECT_EQ(c["realized_runs_ns"].size(), 1u);
+    EXPECT_EQ(c["realized_runs_ns"].size(), 5u);
   }
 }
 
