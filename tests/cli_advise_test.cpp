@@ -84,7 +84,7 @@ TEST_F(CliAdvise, VerifyCompilesTheRegionsAndReportsPredictedAndRealized) {
     EXPECT_GT(c["predicted_saved_ns"].get<double>(), 0) << c;
     EXPECT_GT(c["eager_ns"].get<double>(), 0) << c;
     EXPECT_GT(c["compiled_ns"].get<double>(), 0) << c;
-    EXPECT_EQ(c["realized_runs_ns"].size(), 5u);
+    EXPECT_EQ(c["realized_runs_ns"].size(), 1u);
   }
   EXPECT_TRUE(has(v["workload"].get<std::string>(), "llama tiny")) << v["workload"];
 }
