@@ -57,11 +57,21 @@ TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
   ASSERT_EQ(j.status, 0) << j.out;
   json doc = json::parse(j.out);
   ASSERT_EQ(doc["suggestions"].size(), 3u);
-  // The tiny decoder's kernels run in microseconds while the host launches each op: the
-  // device mostly waits for it, and the advice says so and what cuts it.
-  EXPECT_TRUE(doc["host_wait"]["significant"].get<bool>()) << doc["host_wait"];
-  EXPECT_GT(doc["host_wait"]["fraction"].get<double>(), 0.1) << doc["host_wait"];
-  EXPECT_TRUE(has(r.out, "Host-bound: The device waits on the host")) << r.out;
+  // The tiny decoder's kernels run in microseconds while the host launches each op, so the
+  // device waits for it between kernels. How much of the span that is depends on how the
+  // two shared cores are scheduled (41% on a quiet machine, 4% once under ctest -j 2), so
+  // this checks the figures agree with each other and with the text; advise_test checks
+  // the detection itself on a trace with known gaps, import_cli_test the CLI's message.
+  const json& w = doc["host_wait"];
+  EXPECT_GT(w["gaps"].get<int64_t>(), 0) << w;
+  EXPECT_GT(w["idle_ns"].get<int64_t>(), 0) << w;
+  EXPECT_LT(w["idle_ns"].get<int64_t>(), w["span_ns"].get<int64_t>()) << w;
+  EXPECT_NEAR(w["fraction"].get<double>(), double(w["idle_ns"].get<int64_t>()) / w["span_ns"].get<int64_t>(), 1e-9)
+      << w;
+  const bool significant = w["gaps"].get<int64_t>() >= 2 && w["fraction"].get<double>() >= 0.1;
+  EXPECT_EQ(w["significant"].get<bool>(), significant) << w;
+  EXPECT_EQ(has(r.out, "Host-bound: The device waits on the host"), significant) << r.out;
+  EXPECT_EQ(w["text"].get<std::string>().empty(), !significant) << w;
   double prev = 1e300;
   for (auto& s : doc["suggestions"]) {  // ranked by the predicted saving
     EXPECT_LE(s["predicted_saved_ns"].get<double>(), prev);
