@@ -392,6 +392,39 @@ TEST(Elementwise, SplitAcrossCores) {
   dev.synchronize();
 }
 
+// Outputs of 8 MiB and more are written with streaming stores (stream_store.h): every
+// layout the kernels pick — flat, scalar, the row broadcasts x * r and x * w, strided
+// inputs, 16-bit outputs — over odd row lengths, so lines start mid-row and cores split
+// mid-line, against the reference.
+TEST(Elementwise, StreamedOutputsPastTheCaches) {
+  CpuDevice dev(2);
+  {
+    Shape s{1031, 2053};  // 8.5 MB of f32
+    Tensor x = input(s, DType::f32, -2, 2, 51, &dev);
+    Tensor z = input(s, DType::f32, -2, 2, 52, &dev);
+    Tensor w = input({2053}, DType::f32, -2, 2, 53, &dev);
+    Tensor r = input({1031, 1}, DType::f32, -2, 2, 54, &dev);
+    const auto& add_case = binary_cases()[0];
+    const auto& mul_case = binary_cases()[2];
+    check_binary(add_case, x, z, DType::f32, "x + z streamed");
+    check_binary(mul_case, x, r, DType::f32, "x * r streamed");
+    check_binary(mul_case, x, w, DType::f32, "x * w streamed");
+    check_binary(mul_case, x.transpose(0, 1), z.transpose(0, 1), DType::f32, "transposed streamed");
+    std::vector<float> xv = x.to_float_vector();
+    expect_close(x * 3.0, map_ref([](double a) { return a * 3; }, xv), DType::f32, 6e-8, "x * 3 streamed");
+    expect_close(opscope::exp(x), map_ref([](double a) { return std::exp(a); }, xv), DType::f32, 3e-7, "exp streamed");
+    expect_close(opscope::sin(x.transpose(0, 1)),
+                 map_ref([](double a) { return std::sin(a); }, x.transpose(0, 1).to_float_vector()), DType::f32, 3e-7,
+                 "sin transposed streamed");
+    // Just under the threshold and just over it in bf16 (2-byte elements, 32 per line).
+    Shape h{1031, 4099};
+    Tensor xb = input(h, DType::bf16, -2, 2, 55, &dev), zb = input(h, DType::bf16, -2, 2, 56, &dev);
+    check_binary(add_case, xb, zb, DType::bf16, "bf16 x + z streamed");
+    check_binary(add_case, xb.slice(0, 1, 1031), zb.slice(0, 0, 1030), DType::bf16, "bf16 offset views streamed");
+  }
+  dev.synchronize();
+}
+
 TEST(Elementwise, ScalarOperands) {
   for (DType dt : kFloats) {
     Shape s{2, 3, 4097};

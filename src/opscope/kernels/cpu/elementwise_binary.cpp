@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/kernels/cpu/stream_store.h"
 
 namespace opscope::cpu_kernels {
 
@@ -77,29 +78,33 @@ template <class T> struct Scalar {
   [[gnu::always_inline]] compute_t<T> operator[](int64_t) const { return v; }
 };
 
+// o is contiguous within a run (the launch's out is); `stream`: o is large enough for
+// streaming stores (stream_store.h).
 template <class Op, class T, class A, class B>
-void binary_loop(A a, B b, T* __restrict o, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(a[i], b[i]));
+void binary_loop(A a, B b, T* __restrict o, int64_t n, bool stream) {
+  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(a[i], b[i])); });
+  else
+    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(a[i], b[i]));
 }
 
 // One run of n elements: a and b at strides sa and sb (0: one value for the whole run).
 template <class Op, class T>
-void binary_run(const T* a, int64_t sa, const T* b, int64_t sb, T* o, int64_t n) {
-  if (sa == 1 && sb == 1) binary_loop<Op>(Vec<T>{a}, Vec<T>{b}, o, n);
-  else if (sa == 1 && sb == 0) binary_loop<Op>(Vec<T>{a}, Scalar<T>{load(*b)}, o, n);
-  else if (sa == 0 && sb == 1) binary_loop<Op>(Scalar<T>{load(*a)}, Vec<T>{b}, o, n);
-  else binary_loop<Op>(Strided<T>{a, sa}, Strided<T>{b, sb}, o, n);
+void binary_run(const T* a, int64_t sa, const T* b, int64_t sb, T* o, int64_t n, bool stream) {
+  if (sa == 1 && sb == 1) binary_loop<Op>(Vec<T>{a}, Vec<T>{b}, o, n, stream);
+  else if (sa == 1 && sb == 0) binary_loop<Op>(Vec<T>{a}, Scalar<T>{load(*b)}, o, n, stream);
+  else if (sa == 0 && sb == 1) binary_loop<Op>(Scalar<T>{load(*a)}, Vec<T>{b}, o, n, stream);
+  else binary_loop<Op>(Strided<T>{a, sa}, Strided<T>{b, sb}, o, n, stream);
 }
 
 // One run of x (stride sx) against the scalar s.
 template <class Op, class T>
-void scalar_run(const T* x, int64_t sx, compute_t<T> s, bool scalar_first, T* o, int64_t n) {
+void scalar_run(const T* x, int64_t sx, compute_t<T> s, bool scalar_first, T* o, int64_t n, bool stream) {
   if (sx == 1) {
-    if (scalar_first) binary_loop<Op>(Scalar<T>{s}, Vec<T>{x}, o, n);
-    else binary_loop<Op>(Vec<T>{x}, Scalar<T>{s}, o, n);
+    if (scalar_first) binary_loop<Op>(Scalar<T>{s}, Vec<T>{x}, o, n, stream);
+    else binary_loop<Op>(Vec<T>{x}, Scalar<T>{s}, o, n, stream);
   } else {
-    if (scalar_first) binary_loop<Op>(Scalar<T>{s}, Strided<T>{x, sx}, o, n);
-    else binary_loop<Op>(Strided<T>{x, sx}, Scalar<T>{s}, o, n);
+    if (scalar_first) binary_loop<Op>(Scalar<T>{s}, Strided<T>{x, sx}, o, n, stream);
+    else binary_loop<Op>(Strided<T>{x, sx}, Scalar<T>{s}, o, n, stream);
   }
 }
 
@@ -112,19 +117,22 @@ KernelBody binary_loops(const Tensor& out, const Tensor& a, const Tensor& b) {
   const T* bp = b.data<T>();
   T* op = out.data<T>();
   int64_t n = out.numel();
+  bool stream = out.nbytes() >= kStreamBytes;
   if (shape.size() <= 1) {
     // One run (the common, collapsed case): a closure small enough to live in the launch.
     int64_t so = shape.size() ? st[0][0] : 1, sa = shape.size() ? st[1][0] : 1, sb = shape.size() ? st[2][0] : 1;
     return [=](int64_t bb, int64_t e) {
       int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
-      binary_run<Op>(ap + lo * sa, sa, bp + lo * sb, sb, op + lo * so, hi - lo);
+      binary_run<Op>(ap + lo * sa, sa, bp + lo * sb, sb, op + lo * so, hi - lo, stream);
+      end_stream(stream);
     };
   }
   return [=](int64_t bb, int64_t e) {
     int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
     walk<3>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
-      binary_run<Op>(ap + off[1], inner[1], bp + off[2], inner[2], op + off[0], count);
+      binary_run<Op>(ap + off[1], inner[1], bp + off[2], inner[2], op + off[0], count, stream);
     });
+    end_stream(stream);
   };
 }
 
@@ -137,18 +145,21 @@ KernelBody scalar_loops(const Tensor& out, const Tensor& x, double s, bool scala
   T* op = out.data<T>();
   int64_t n = out.numel();
   compute_t<T> sv = compute_t<T>(s);
+  bool stream = out.nbytes() >= kStreamBytes;
   if (shape.size() <= 1) {
     int64_t so = shape.size() ? st[0][0] : 1, sx = shape.size() ? st[1][0] : 1;
     return [=](int64_t bb, int64_t e) {
       int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
-      scalar_run<Op>(xp + lo * sx, sx, sv, scalar_first, op + lo * so, hi - lo);
+      scalar_run<Op>(xp + lo * sx, sx, sv, scalar_first, op + lo * so, hi - lo, stream);
+      end_stream(stream);
     };
   }
   return [=](int64_t bb, int64_t e) {
     int64_t lo = bb * kElemBlock, hi = std::min(n, e * kElemBlock);
     walk<2>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
-      scalar_run<Op>(xp + off[1], inner[1], sv, scalar_first, op + off[0], count);
+      scalar_run<Op>(xp + off[1], inner[1], sv, scalar_first, op + off[0], count, stream);
     });
+    end_stream(stream);
   };
 }
 

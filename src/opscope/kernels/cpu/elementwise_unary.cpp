@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/kernels/cpu/stream_store.h"
 
 namespace opscope::cpu_kernels {
 
@@ -222,13 +223,18 @@ struct Gelu {
 
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 
+// o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
 template <class Op, class T>
-void unary_flat(const T* __restrict x, T* __restrict o, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i])));
+void unary_flat(const T* __restrict x, T* __restrict o, int64_t n, bool stream) {
+  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(load(x[i]))); });
+  else
+    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i])));
 }
 template <class Op, class T>
-void unary_strided(const T* __restrict x, int64_t s, T* __restrict o, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i * s])));
+void unary_strided(const T* __restrict x, int64_t s, T* __restrict o, int64_t n, bool stream) {
+  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(load(x[i * s]))); });
+  else
+    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i * s])));
 }
 template <class Op, class T>
 void unary_slow(const T* x, int64_t s, T* __restrict o, int64_t n) {
@@ -238,7 +244,7 @@ void unary_slow(const T* x, int64_t s, T* __restrict o, int64_t n) {
 // One run of n elements at stride s. Ops with a limited fast range (sin, cos) check
 // each chunk first: the largest |x| bit pattern (NaN above inf) picks the loop.
 template <class Op, class T>
-void unary_run(const T* x, int64_t s, T* o, int64_t n) {
+void unary_run(const T* x, int64_t s, T* o, int64_t n, bool stream) {
   if constexpr (kHasSlow<Op>) {
     constexpr int64_t kChunk = 256;
     constexpr uint32_t kLimit = std::bit_cast<uint32_t>(Op::kFastLimit);
@@ -248,12 +254,12 @@ void unary_run(const T* x, int64_t s, T* o, int64_t n) {
       uint32_t big = 0;
       for (int64_t i = 0; i < m; ++i) big = std::max(big, std::bit_cast<uint32_t>(load(xc[i * s])) & 0x7fffffffu);
       if (big > kLimit) unary_slow<Op>(xc, s, o + i0, m);
-      else if (s == 1) unary_flat<Op>(xc, o + i0, m);
-      else unary_strided<Op>(xc, s, o + i0, m);
+      else if (s == 1) unary_flat<Op>(xc, o + i0, m, stream);
+      else unary_strided<Op>(xc, s, o + i0, m, stream);
     }
   } else {
-    if (s == 1) unary_flat<Op>(x, o, n);
-    else unary_strided<Op>(x, s, o, n);
+    if (s == 1) unary_flat<Op>(x, o, n, stream);
+    else unary_strided<Op>(x, s, o, n, stream);
   }
 }
 
@@ -265,19 +271,22 @@ KernelBody unary_loops(const Tensor& out, const Tensor& x) {
   const T* xp = x.data<T>();
   T* op = out.data<T>();
   int64_t n = out.numel();
+  bool stream = out.nbytes() >= kStreamBytes;
   if (shape.size() <= 1) {
     // One run (the common, collapsed case): a closure small enough to live in the launch.
     int64_t so = shape.size() ? st[0][0] : 1, sx = shape.size() ? st[1][0] : 1;
     return [=](int64_t b, int64_t e) {
       int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
-      unary_run<Op>(xp + lo * sx, sx, op + lo * so, hi - lo);
+      unary_run<Op>(xp + lo * sx, sx, op + lo * so, hi - lo, stream);
+      end_stream(stream);
     };
   }
   return [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
     walk<2>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
-      unary_run<Op>(xp + off[1], inner[1], op + off[0], count);
+      unary_run<Op>(xp + off[1], inner[1], op + off[0], count, stream);
     });
+    end_stream(stream);
   };
 }
 

@@ -2,14 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <vector>
 
 #include "opscope/kernels/cpu/reduce.h"
+#include "opscope/kernels/cpu/stream_store.h"
 
 namespace opscope::cpu_kernels {
 
@@ -17,9 +16,6 @@ namespace {
 
 constexpr int64_t kMinElemsPerCore = int64_t(1) << 14;
 constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an outer axis
-// Outputs at least this large are written with streaming stores: they would not stay in
-// cache anyway, and skipping the read-for-ownership of y saves a third of the traffic.
-constexpr int64_t kStreamBytes = int64_t(8) << 20;
 
 // e^x for x <= 88, written without calls or branches so that loops over it vectorize
 // (std::exp does not without -ffast-math). Cephes' expf: 2^n * e^r with |r| <= ln2/2,
@@ -43,42 +39,9 @@ inline float exp_f32(float x) {
   return x < -87.3f ? 0.0f : p * scale;
 }
 
-// Copies 64 bytes (dst 64-byte aligned) with non-temporal stores.
-inline void stream64(void* dst, const void* src) {
-#if defined(__AVX512F__)
-  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_load_si512(src));
-#elif defined(__AVX__)
-  for (int k = 0; k < 2; ++k)
-    _mm256_stream_si256(static_cast<__m256i*>(dst) + k, _mm256_load_si256(static_cast<const __m256i*>(src) + k));
-#else
-  for (int k = 0; k < 4; ++k)
-    _mm_stream_si128(static_cast<__m128i*>(dst) + k, _mm_load_si128(static_cast<const __m128i*>(src) + k));
-#endif
-}
-
-// Writes y[i] = f(i) (rounded to T) for i < n. Streaming: whole 64-byte lines go out with
-// non-temporal stores (the caller ends its slice with _mm_sfence()), each line computed
-// into a register-sized buffer first so that the loop still vectorizes for every T.
+// y[i] = f(i) rounded to T, streamed when asked (stream_store.h).
 template <class T, class F> inline void write_row(T* __restrict y, int64_t n, bool stream, F&& f) {
-  int64_t i = 0;
-  if (stream) {
-    constexpr int64_t kLine = 64 / sizeof(T);
-    int64_t head = std::min(n, int64_t((-reinterpret_cast<uintptr_t>(y) & 63) / sizeof(T)));
-    for (; i < head; ++i) y[i] = from_f32<T>(f(i));
-    for (; i + kLine <= n; i += kLine) {
-      alignas(64) T line[kLine];
-      // Kept a loop: fully unrolled, GCC 12 assembles the loads of f element by element.
-#pragma GCC unroll 1
-      for (int64_t j = 0; j < kLine; ++j) line[j] = from_f32<T>(f(i + j));
-      stream64(y + i, line);
-    }
-  }
-  for (; i < n; ++i) y[i] = from_f32<T>(f(i));
-}
-
-// Streaming stores are weakly ordered: publish them before the slice ends.
-inline void end_stream(bool stream) {
-  if (stream) _mm_sfence();
+  write_elements(y, n, stream, [&](int64_t i) { return from_f32<T>(f(i)); });
 }
 
 int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kMinElemsPerCore / std::max<int64_t>(n, 1)); }
