@@ -103,7 +103,8 @@ TEST(CudaDevice, ElementwiseMatchesTheCpu) {
   std::vector<std::pair<const char*, U>> unary = {
       {"neg", neg}, {"abs", opscope::abs}, {"exp", opscope::exp}, {"log", opscope::log}, {"sqrt", opscope::sqrt},
       {"rsqrt", rsqrt}, {"sin", opscope::sin}, {"cos", opscope::cos}, {"tanh", opscope::tanh}, {"sigmoid", sigmoid},
-      {"silu", silu}, {"gelu", gelu}, {"relu", relu}};
+      {"silu", silu}, {"gelu", gelu}, {"relu", relu}, {"gelu_tanh", gelu_tanh}, {"hardswish", hardswish},
+      {"hardsigmoid", hardsigmoid}};
   for (DType dt : {DType::f32, DType::bf16, DType::f16})
     for (int64_t n : {1, 3, 4097}) {
       Tensor c = rand({3, n}, 1, dt, nullptr, 0.1f, 3.0f), d = c.to(g);

@@ -109,6 +109,14 @@ const std::vector<UnaryCase>& unary_cases() {
        4e-7},
       {"gelu", [](const Tensor& x) { return gelu(x); },
        [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, -8, 8, 1e-6},
+      {"gelu_tanh", [](const Tensor& x) { return gelu_tanh(x); },
+       // x/2 (1 + tanh z) = x sigmoid(2z): without 1 + tanh's cancellation for negative x.
+       [](double x) { return x / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, -8, 8,
+       1.5e-5},  // e^-2z: its argument (-50 at x = -8) rounds at ~2 ulp, times 50 in the result
+      {"hardswish", [](const Tensor& x) { return hardswish(x); },
+       [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, -8, 8, 3e-7},  // three roundings
+      {"hardsigmoid", [](const Tensor& x) { return hardsigmoid(x); },
+       [](double x) { return std::min(std::max(x + 3, 0.0), 6.0) / 6; }, -8, 8, 3e-7},
   };
   return cases;
 }

@@ -124,6 +124,8 @@ UNARY = {
     "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": lambda x: torch.log(x.abs() + 0.5),
     "sqrt": lambda x: torch.sqrt(x.abs()), "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.5), "sin": torch.sin,
     "cos": torch.cos, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": F.silu, "gelu": F.gelu, "relu": F.relu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "hardswish": lambda x: F.hardswish(x * 3), "hardsigmoid": lambda x: F.hardsigmoid(x * 3),  # past the kinks at ±3
 }
 
 
@@ -141,6 +143,10 @@ def test_unary_inplace():
     for name in ("exp_", "sigmoid_", "tanh_", "relu_", "neg_"):
         x = rand(4097)
         got, want = native(lambda t: getattr(t[::3], name)(), x)
+        assert_close(got, want)
+    for fn in (F.hardswish, F.hardsigmoid):  # MobileNetV3's activations run in place
+        x = rand(4097) * 3
+        got, want = native(lambda t: fn(t[::3], inplace=True), x)
         assert_close(got, want)
 
 

@@ -13,7 +13,8 @@
 namespace opscope::cuda_impl::dev {
 
 // Values of cpu_kernels::UnaryOp and BinaryOp.
-enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu };
+enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu, kGeluTanh,
+             kHardswish, kHardsigmoid };
 enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum };
 
 __device__ __forceinline__ float sigmoid_f(float x) {
@@ -36,6 +37,9 @@ __device__ __forceinline__ float unary_f(int op, float x) {
     case kSilu: return x == -INFINITY ? -0.0f : x * sigmoid_f(x);
     case kGelu: return 0.5f * x * erfcf(-x * 0.70710678118654752f);
     case kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);
+    case kGeluTanh: return x * sigmoid_f(1.5957691216057308f * (x + 0.044715f * x * x * x));  // x/2 (1 + tanh z)
+    case kHardswish: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case kHardsigmoid: return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
   }
   return x;
 }

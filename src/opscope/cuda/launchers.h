@@ -12,7 +12,8 @@
 namespace opscope::cuda_impl {
 
 // Op codes: the values of cpu_kernels::UnaryOp / BinaryOp / ReduceKind.
-// Unary: neg abs exp log sqrt rsqrt sin cos tanh sigmoid silu gelu relu.
+// Unary: neg abs exp log sqrt rsqrt sin cos tanh sigmoid silu gelu relu gelu_tanh hardswish
+// hardsigmoid.
 // Binary: add sub mul div pow maximum minimum.
 // Reduce: sum mean max min var argmax.
 

@@ -88,6 +88,12 @@ Tensor sigmoid(const Tensor& x) { OPSCOPE_OP("sigmoid", &x); return unary("sigmo
 Tensor silu(const Tensor& x) { OPSCOPE_OP("silu", &x); return unary("silu", UnaryOp::silu, x); }
 Tensor gelu(const Tensor& x) { OPSCOPE_OP("gelu", &x); return unary("gelu", UnaryOp::gelu, x); }
 Tensor relu(const Tensor& x) { OPSCOPE_OP("relu", &x); return unary("relu", UnaryOp::relu, x); }
+Tensor gelu_tanh(const Tensor& x) { OPSCOPE_OP("gelu_tanh", &x); return unary("gelu_tanh", UnaryOp::gelu_tanh, x); }
+Tensor hardswish(const Tensor& x) { OPSCOPE_OP("hardswish", &x); return unary("hardswish", UnaryOp::hardswish, x); }
+Tensor hardsigmoid(const Tensor& x) {
+  OPSCOPE_OP("hardsigmoid", &x);
+  return unary("hardsigmoid", UnaryOp::hardsigmoid, x);
+}
 
 // ---- binary ----
 Tensor add(const Tensor& a, const Tensor& b) { OPSCOPE_OP("add", &a, &b); return binary("add", BinaryOp::add, a, b); }

@@ -27,6 +27,9 @@ Tensor sigmoid(const Tensor& x);
 Tensor silu(const Tensor& x);
 Tensor gelu(const Tensor& x);  // exact (erf) form
 Tensor relu(const Tensor& x);
+Tensor gelu_tanh(const Tensor& x);    // gelu's tanh approximation (torch's approximate="tanh")
+Tensor hardswish(const Tensor& x);    // x * relu6(x + 3) / 6
+Tensor hardsigmoid(const Tensor& x);  // relu6(x + 3) / 6
 
 // ---- binary, with broadcasting; a double operand is a scalar of x's dtype ----
 Tensor add(const Tensor& a, const Tensor& b);

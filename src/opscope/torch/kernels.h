@@ -78,7 +78,9 @@ void cpu_fallback(const c10::OperatorHandle& op, Stack* stack);
 
 // ---- the kernels (ops_math.cpp, ops_nn.cpp); registered by native_functions.cpp ----
 enum class Binary : uint8_t { add, sub, mul, div, pow, maximum, minimum };
-enum class Unary : uint8_t { neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu };
+enum class Unary : uint8_t {
+  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu, hardswish, hardsigmoid
+};
 enum class Reduce : uint8_t { sum, mean, amax, amin };
 
 template <Binary B, Form F> void binary_kernel(const c10::OperatorHandle& op, Stack* s);

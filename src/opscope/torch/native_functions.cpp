@@ -87,7 +87,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_UNARY("tanh", tanh)
   OPSCOPE_UNARY("sigmoid", sigmoid)
   OPSCOPE_UNARY("silu", silu)
-  OPSCOPE_UNARY("gelu", gelu)
+  OPSCOPE_UNARY("gelu", gelu)  // both approximations: none (erf) and tanh
+  OPSCOPE_UNARY("hardswish", hardswish)
+  OPSCOPE_UNARY("hardsigmoid", hardsigmoid)
 #undef OPSCOPE_UNARY
   m.impl("relu", boxed<unary_kernel<Unary::relu, F::functional>>());
   m.impl("relu_", boxed<unary_kernel<Unary::relu, F::inplace>>());

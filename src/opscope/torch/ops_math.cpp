@@ -112,6 +112,8 @@ Tensor apply(Unary u, const Tensor& x) {
     case Unary::silu: return silu(x);
     case Unary::gelu: return gelu(x);
     case Unary::relu: return relu(x);
+    case Unary::hardswish: return hardswish(x);
+    case Unary::hardsigmoid: return hardsigmoid(x);
   }
   return {};
 }
@@ -179,8 +181,12 @@ void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
     return c.fall_back();
   }
   const at::Tensor& self = c.tensor(0);
-  if (U == Unary::gelu && c.arg(1).toStringRef() != "none") return c.fall_back();  // tanh approximation
   if (!has_kernels({&self}, floating_result(U))) return c.fall_back();
+  if constexpr (U == Unary::gelu) {
+    const std::string& approximate = c.arg(1).toStringRef();
+    if (approximate == "tanh") return run_unary<F>(c, [](const Tensor& x) { return gelu_tanh(x); });
+    if (approximate != "none") return c.fall_back();  // torch's own error for a bad value
+  }
   run_unary<F>(c, [](const Tensor& x) { return apply(U, x); });
 }
 
@@ -291,6 +297,8 @@ OPSCOPE_FORMS(unary_kernel, Unary::sigmoid)
 OPSCOPE_FORMS(unary_kernel, Unary::silu)
 OPSCOPE_FORMS(unary_kernel, Unary::gelu)
 OPSCOPE_FORMS(unary_kernel, Unary::relu)
+OPSCOPE_FORMS(unary_kernel, Unary::hardswish)
+OPSCOPE_FORMS(unary_kernel, Unary::hardsigmoid)
 OPSCOPE_FORMS(reduce_kernel, Reduce::sum)
 OPSCOPE_FORMS(reduce_kernel, Reduce::mean)
 OPSCOPE_FORMS(reduce_kernel, Reduce::amax)

@@ -18,6 +18,9 @@ std::string_view op_name(UnaryOp op) {
     case UnaryOp::silu: return "silu";
     case UnaryOp::gelu: return "gelu";
     case UnaryOp::relu: return "relu";
+    case UnaryOp::gelu_tanh: return "gelu_tanh";
+    case UnaryOp::hardswish: return "hardswish";
+    case UnaryOp::hardsigmoid: return "hardsigmoid";
   }
   return "?";
 }
@@ -37,7 +40,7 @@ std::string_view op_name(BinaryOp op) {
 
 namespace {
 constexpr int kDTypes = 5;
-constexpr int kUnaryOps = int(UnaryOp::relu) + 1;
+constexpr int kUnaryOps = int(UnaryOp::hardsigmoid) + 1;
 constexpr int kBinaryOps = int(BinaryOp::minimum) + 1;
 }  // namespace
 

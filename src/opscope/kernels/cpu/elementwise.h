@@ -24,7 +24,10 @@
 
 namespace opscope::cpu_kernels {
 
-enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu };
+enum class UnaryOp : uint8_t {
+  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu,
+  gelu_tanh, hardswish, hardsigmoid  // gelu's tanh approximation; MobileNetV3's activations
+};
 enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum };
 
 std::string_view op_name(UnaryOp op);

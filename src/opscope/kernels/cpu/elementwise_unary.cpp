@@ -221,6 +221,30 @@ struct Gelu {
   [[gnu::always_inline]] static float f(float x) { return blend(x == -kInf, -0.f, 0.5f * x * one_plus_erf_scaled(x)); }
 };
 
+// gelu's tanh approximation (torch's approximate='tanh', GPT-2's "gelu_new"):
+// x/2 * (1 + tanh(z)), z = sqrt(2/pi) * (x + 0.044715 x^3), computed as x * sigmoid(2z),
+// the same value without the cancellation of 1 + tanh(z) for negative x.
+struct GeluTanh {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 9;
+  [[gnu::always_inline]] static float f(float x) {
+    return x * sigmoid_f(1.5957691216057308f * (x + 0.044715f * x * x * x));
+  }
+};
+// relu6(x + 3) / 6 and x times it, as torch computes them: NaN stays NaN, and
+// hardswish(-inf) is -inf * 0 = NaN there too.
+[[gnu::always_inline]] inline float relu6_shift(float x) { return std::min(std::max(x + 3.f, 0.f), 6.f); }
+struct Hardsigmoid {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 3;
+  [[gnu::always_inline]] static float f(float x) { return relu6_shift(x) / 6.f; }
+};
+struct Hardswish {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 4;
+  [[gnu::always_inline]] static float f(float x) { return x * relu6_shift(x) / 6.f; }
+};
+
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
@@ -327,6 +351,9 @@ LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
     case UnaryOp::silu: return make_unary<Silu>(op, out, x);
     case UnaryOp::gelu: return make_unary<Gelu>(op, out, x);
     case UnaryOp::relu: return make_unary<Relu>(op, out, x);
+    case UnaryOp::gelu_tanh: return make_unary<GeluTanh>(op, out, x);
+    case UnaryOp::hardswish: return make_unary<Hardswish>(op, out, x);
+    case UnaryOp::hardsigmoid: return make_unary<Hardsigmoid>(op, out, x);
   }
   return {};
 }
