@@ -98,10 +98,17 @@ def test_kernel_errors_surface_at_a_fallback(dev):
 
 
 def test_an_option_opscope_lacks_falls_back(dev):
-    x = torch.randn(3, 40)
-    got = torch.nn.functional.gelu(x.to(dev), approximate="tanh")  # opscope's gelu is the erf form
-    torch.testing.assert_close(got.cpu(), torch.nn.functional.gelu(x, approximate="tanh"))
-    assert fallbacks()["aten::gelu"]["count"] == 1
-    exact = torch.nn.functional.gelu(x.to(dev))
-    torch.testing.assert_close(exact.cpu(), torch.nn.functional.gelu(x))
-    assert fallbacks()["aten::gelu"]["count"] == 1  # the erf form ran natively
+    # opscope's batch norm is the inference form; training (batch statistics, running
+    # statistics updated in place) runs torch's CPU kernel.
+    x = torch.randn(4, 3, 5)
+    mean, var = torch.randn(3), torch.rand(3) + 0.5
+    dmean, dvar = mean.to(dev), var.to(dev)
+    got = torch.nn.functional.batch_norm(x.to(dev), dmean, dvar, training=True, momentum=0.1)
+    want = torch.nn.functional.batch_norm(x, mean, var, training=True, momentum=0.1)
+    torch.testing.assert_close(got.cpu(), want)
+    torch.testing.assert_close(dmean.cpu(), mean)  # the updates reached the device's tensors
+    torch.testing.assert_close(dvar.cpu(), var)
+    assert fallbacks()["aten::native_batch_norm"]["count"] == 1
+    inference = torch.nn.functional.batch_norm(x.to(dev), dmean, dvar, training=False)
+    torch.testing.assert_close(inference.cpu(), torch.nn.functional.batch_norm(x, mean, var, training=False))
+    assert fallbacks()["aten::native_batch_norm"]["count"] == 1  # the inference form ran natively
