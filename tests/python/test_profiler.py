@@ -275,6 +275,11 @@ def test_bad_config_values_name_the_argument(tmp_path):
     with pytest.raises(ValueError, match=r"\[output_dir\] .* is not a directory"):
         Config(output_dir=str(blocker / "sub"))
     assert not (blocker.is_dir())
+    # A folder the process may not write, even as root (access() says yes to root there).
+    with pytest.raises(ValueError, match=r"\[output_dir\] '/proc/opscope-profile' cannot be created: '/proc' is not writable"):
+        Config(output_dir="/proc/opscope-profile")
+    Config(output_dir=str(tmp_path / "a" / "b"))
+    assert os.listdir(tmp_path) == ["file"]  # the check leaves nothing behind
     with pytest.raises(ValueError, match=r"\[schedule.wait\] must be >= 0"):
         schedule(wait=-1, warmup=0, active=1)
     with pytest.raises(ValueError, match=r"\[schedule.active\]"):
