@@ -409,3 +409,23 @@ def test_with_stack_records_the_calling_python_line(dev, tmp_path):
     with profile(experimental_config=Config(output_dir=str(tmp_path))) as plain:
         model(x)
     assert all(not r.stack for r in plain.key_averages(group_by_stack_n=1))
+
+
+def test_aten_ops_carry_autograds_sequence_numbers(dev, tmp_path):
+    # torch's own profiler, recording the same ops at the same time, is the reference.
+    x = torch.randn(4, 8).to(dev).requires_grad_()
+    with torch.autograd.profiler.profile() as theirs:
+        with profile(experimental_config=Config(output_dir=str(tmp_path))) as ours:
+            (x * 2).sum()
+            with torch.no_grad():
+                x * 3  # no autograd node: no sequence number
+            (x + 1).mean()
+    want = [(e.name, e.sequence_nr) for e in theirs.function_events
+            if e.name in ("aten::mul", "aten::sum", "aten::add", "aten::mean")]
+    got = [(e[1], e[9]) for e in ours.events() if e[0] == "op" and e[1] in ("aten::mul", "aten::sum", "aten::add",
+                                                                            "aten::mean")]
+    assert got == want and ("aten::mul", -1) in want, (got, want)
+    events = json.load(open(ours.export_chrome_trace(tmp_path / "t.json")))["traceEvents"]
+    in_trace = [(e["name"], e["args"].get("sequence_nr", -1)) for e in events
+                if e.get("ph") == "X" and e.get("name") in ("aten::mul", "aten::sum", "aten::add", "aten::mean")]
+    assert sorted(in_trace) == sorted(want)
