@@ -489,6 +489,8 @@ def _auto_profile():
     import atexit
     import sys
     try:
+        if not _native(_C._profiler_env_enabled):
+            return None
         cfg = Config.from_env()
         prof = profile(experimental_config=cfg, on_trace_ready=Exporter(cfg).export_trace, profile_memory=True)
         prof.start()

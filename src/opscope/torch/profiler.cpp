@@ -266,6 +266,7 @@ void bind_profiler(py::module_& m) {
     return make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate).to_json();
   });
   m.def("_profiler_skip_frames", [](std::vector<std::string> prefixes) { g_skip = std::move(prefixes); });
+  m.def("_profiler_env_enabled", &prof::ProfilerConfig::env_enabled);
   m.def("_profiler_env", [] {
     prof::ProfilerConfig c = prof::ProfilerConfig::from_env();
     py::dict d;
