@@ -2,6 +2,7 @@
 key_averages with device time, schedules, exports the CLI reads, and bad input."""
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -440,7 +441,6 @@ def test_advise_names_the_fused_fix_in_a_torch_profile(dev, tmp_path):
 
 
 def test_the_explorer_serves_an_exported_torch_profile(dev, tmp_path):
-    import re
     import urllib.request
     prof, _, _ = profiled_naive(dev, tmp_path)
     d = prof.export(tmp_path / "exported")
@@ -513,3 +513,23 @@ def test_aten_ops_carry_autograds_sequence_numbers(dev, tmp_path):
     in_trace = [(e["name"], e["args"].get("sequence_nr", -1)) for e in events
                 if e.get("ph") == "X" and e.get("name") in ("aten::mul", "aten::sum", "aten::add", "aten::mean")]
     assert sorted(in_trace) == sorted(want)
+
+
+def test_the_main_job_case_study(tmp_path):
+    """examples/rmsnorm.py, the README's main command, at a small shape: three profiles,
+    the naive table led by aten::mul (three calls per RMSNorm), the comparison."""
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "rmsnorm.py")
+    out = tmp_path / "main"
+    r = subprocess.run([sys.executable, "-W", "ignore", example, "--shape", "256x2048", "--iters", "2", "--out",
+                        str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sections = r.stdout.split("\n== ")
+    naive = next(s for s in sections if s.startswith("naive"))
+    header = re.split(r"\s{2,}", next(l for l in naive.splitlines() if l.startswith("Name")).strip())
+    aten = [re.split(r"\s{2,}", l.strip()) for l in naive.splitlines() if l.startswith("aten::")]
+    assert aten[0][0] == "aten::mul" and aten[0][header.index("Calls")] == "6", naive  # 3 per call, 2 calls
+    compiled = next(s for s in sections if s.startswith("compiled"))
+    assert "fused_mul_mean_add_rsqrt_mul_mul_f32" in compiled and "aten::mul" not in compiled, compiled
+    assert any(s.startswith("comparison") for s in sections), r.stdout
+    for name in ("naive", "builtin", "compiled"):
+        assert (out / name / "trace.json").exists() and (out / name / "profile.db").exists()
