@@ -61,6 +61,15 @@ def test_every_device_aten_op_has_its_launches_and_kernels(dev, tmp_path):
     torch.testing.assert_close(y.cpu(), naive_rms_norm(x.cpu(), w.cpu()))
 
 
+def chain(byid, e):
+    """The names from an event up through its parents (byid: the ops and ranges by id)."""
+    names = []
+    while e is not None:
+        names.append(e[1])
+        e = byid.get(e[3])
+    return names
+
+
 def kernel_time_ns(kernels):
     """Device time of the kernels: per launch, from its first core's start to its last's end."""
     span = defaultdict(lambda: [None, None])
@@ -129,13 +138,6 @@ def test_a_profiled_torchvision_model(dev, tmp_path):
     ev = by_kind(events)
     byid = {e[2]: e for e in events if e[0] in ("op", "range")}
 
-    def chain(e):
-        names = []
-        while e is not None:
-            names.append(e[1])
-            e = byid.get(e[3])
-        return names
-
     # Every launch belongs to an aten op and ran as kernels; the ops opscope computes launch.
     kernel_launches = {e[2] for e in ev["kernel"]}
     launching = defaultdict(int)
@@ -149,10 +151,11 @@ def test_a_profiled_torchvision_model(dev, tmp_path):
     ka = prof.key_averages()
     assert sum(r.as_dict()["self_device_ns"] for r in ka) == kernel_time_ns(ev["kernel"]) > 0
     # Module ranges nest by path; an op sits in its module's range; fallbacks show as such.
-    conv = next(e for e in ev["op"] if e[1] == "aten::convolution" and "layer3.1.conv2" in chain(e))
-    assert chain(conv)[chain(conv).index("layer3.1.conv2"):] == ["layer3.1.conv2", "layer3.1", "layer3", "ResNet"]
+    conv = next(e for e in ev["op"] if e[1] == "aten::convolution" and "layer3.1.conv2" in chain(byid, e))
+    names = chain(byid, conv)
+    assert names[names.index("layer3.1.conv2"):] == ["layer3.1.conv2", "layer3.1", "layer3", "ResNet"]
     assert any(e[1] == "opscope::cpu_fallback" and e[3] == conv[2] for e in ev["range"])
-    bn = [e for e in ev["op"] if e[1] == "aten::native_batch_norm" and "layer3.1.bn2" in chain(e)]
+    bn = [e for e in ev["op"] if e[1] == "aten::native_batch_norm" and "layer3.1.bn2" in chain(byid, e)]
     assert len(bn) == 1
 
 
@@ -192,20 +195,13 @@ def test_record_function_and_module_ranges_nest(dev, tmp_path):
     ev = prof.events()
     byid = {e[2]: e for e in ev if e[0] in ("op", "range")}
 
-    def chain(e):
-        names = []
-        while e is not None:
-            names.append(e[1])
-            e = byid.get(e[3])
-        return names
-
     ranges = {e[1]: e for e in ev if e[0] == "range"}
     for name in ("Model", "layers.0", "layers.1", "layers.0.self_attn", "layers.0.self_attn.q", "layers.1.mlp.2"):
         assert name in ranges, sorted(ranges)
-    assert chain(ranges["layers.1.self_attn.q"])[:5] == ["layers.1.self_attn.q", "layers.1.self_attn", "layers.1",
+    assert chain(byid, ranges["layers.1.self_attn.q"])[:5] == ["layers.1.self_attn.q", "layers.1.self_attn", "layers.1",
                                                          "Model", "forward pass"]
     softmax = [e for e in ev if e[0] == "op" and e[1] == "aten::_softmax"]
-    assert softmax and all("self_attn" in byid[e[3]][1] or "self_attn" in chain(e)[2] for e in softmax)
+    assert softmax and all("self_attn" in byid[e[3]][1] or "self_attn" in chain(byid, e)[2] for e in softmax)
     torch.testing.assert_close(y.cpu(), m.cpu()(x.cpu()), atol=1e-5, rtol=1e-5)
 
 
