@@ -28,7 +28,7 @@ from . import ops
 from . import profiler
 from ._compile import compile  # noqa: A001  (opscope.compile, as torch.compile)
 
-if _auto is not None and _C._profiler_env()["enabled"]:
+if _auto is not None:
     profiler._auto_profile()
 
 __all__ = ["device", "device_count", "synchronize", "Stream", "stream", "current_stream", "default_stream",

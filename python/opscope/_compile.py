@@ -424,6 +424,10 @@ class CompiledFunction:
         self.explain = explain
         self.plans = {}
         self._warned = set()
+        # In a profile the whole call is one op (regions and the eager ops between them);
+        # the call that traces and builds a signature is "compile:<name>", as in C++.
+        self._op = _C._FrameworkOp(self.name)
+        self._compile_op = _C._FrameworkOp("compile:" + self.name)
 
     def _state(self):
         if self.module is None:
@@ -449,10 +453,16 @@ class CompiledFunction:
         with torch.no_grad():
             return make_fx(f, tracing_mode="fake")(*state, *args)
 
-    def _plan(self, args):
+    def _key(self, args):
         names, state = self._state()
         flat = state + list(args)
-        key = (tuple(names), _signature(flat))
+        return (tuple(names), _signature(flat)), names, state, flat
+
+    def _plan(self, args):
+        key, names, state, flat = self._key(args)
+        return self._build(key, names, state, args), flat
+
+    def _build(self, key, names, state, args):
         plan = self.plans.get(key)
         if plan is None:
             if any(not isinstance(a, torch.Tensor) for a in args):
@@ -465,16 +475,23 @@ class CompiledFunction:
                     self._warned.add(key_w)
                     warnings.warn(f"opscope.compile: {self.name}: {node.target} runs eagerly ({why})", stacklevel=3)
             self.plans[key] = plan
-        return plan, flat
+        return plan
 
     def __call__(self, *args):
-        plan, flat = self._plan(args)
+        key, names, state, flat = self._key(args)
+        plan = self.plans.get(key)
+        op = self._op if plan is not None else self._compile_op
+        opened = op.begin(args)  # False unless a profile records torch's ops
         grad = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)  # what torch.no_grad() does, without its object
         try:
+            if plan is None:
+                plan = self._build(key, names, state, args)
             return plan.run(flat)
         finally:
             torch._C._set_grad_enabled(grad)
+            if opened:
+                op.end()
 
     def report(self, *args):
         """The compiler's report of each region for this signature (compiling it first)."""
@@ -509,11 +526,18 @@ def _dynamo_backend(gm, example_inputs):
     """torch.compile(model, backend="opscope") on a torch with dynamo: dynamo hands over a
     torch-level FX graph; make_fx turns it into aten ops and the same lowering runs."""
     aten_gm = make_fx(gm, tracing_mode="fake")(*example_inputs)
-    plan = _Plan(getattr(gm, "_get_name", lambda: "dynamo_graph")(), aten_gm, False)
+    name = getattr(gm, "_get_name", lambda: "dynamo_graph")()
+    plan = _Plan(name, aten_gm, False)
+    op = _C._FrameworkOp(name)
 
     def run(*args):
-        with torch.no_grad():
-            return plan.run(list(args))
+        opened = op.begin(args)
+        try:
+            with torch.no_grad():
+                return plan.run(list(args))
+        finally:
+            if opened:
+                op.end()
     return run
 
 

@@ -17,6 +17,7 @@ not use torch's; it hooks the same RecordFunction callbacks torch.profiler does.
 import enum
 import json
 import os
+import tempfile
 import threading
 import weakref
 
@@ -58,7 +59,7 @@ def _check_type(arg, value, types, what):
 
 
 def _check_creatable(arg, path):
-    """Raises unless `path` is a directory or could be made one (nothing is created)."""
+    """Raises unless `path` is a directory or could be made one (nothing is left behind)."""
     p = os.path.abspath(path)
     while not os.path.exists(p):
         parent = os.path.dirname(p)
@@ -67,8 +68,12 @@ def _check_creatable(arg, path):
         p = parent
     if not os.path.isdir(p):
         raise ValueError(f"[{arg}] '{path}' cannot be created: '{p}' is not a directory")
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise ValueError(f"[{arg}] '{path}' cannot be created: '{p}' is not writable")
+    # A folder made and removed: os.access says yes to root on a read-only file system
+    # (/proc, a read-only mount), where the export after the whole run would fail.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".opscope-check-", dir=p))
+    except OSError as e:
+        raise ValueError(f"[{arg}] '{path}' cannot be created: '{p}' is not writable ({e.strerror})") from None
 
 
 def _native(fn, *args):
@@ -484,6 +489,8 @@ def _auto_profile():
     import atexit
     import sys
     try:
+        if not _native(_C._profiler_env_enabled):
+            return None
         cfg = Config.from_env()
         prof = profile(experimental_config=cfg, on_trace_ready=Exporter(cfg).export_trace, profile_memory=True)
         prof.start()

@@ -2,6 +2,7 @@
 key_averages with device time, schedules, exports the CLI reads, and bad input."""
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -60,15 +61,29 @@ def test_every_device_aten_op_has_its_launches_and_kernels(dev, tmp_path):
     torch.testing.assert_close(y.cpu(), naive_rms_norm(x.cpu(), w.cpu()))
 
 
-def test_self_device_total_equals_the_kernels(dev, tmp_path):
-    prof, _, _ = profiled_naive(dev, tmp_path, steps=2)
-    ev = by_kind(prof.events())
+def chain(byid, e):
+    """The names from an event up through its parents (byid: the ops and ranges by id)."""
+    names = []
+    while e is not None:
+        names.append(e[1])
+        e = byid.get(e[3])
+    return names
+
+
+def kernel_time_ns(kernels):
+    """Device time of the kernels: per launch, from its first core's start to its last's end."""
     span = defaultdict(lambda: [None, None])
-    for kind, name, lid, parent, t0, t1, *_ in ev["kernel"]:
+    for kind, name, lid, parent, t0, t1, *_ in kernels:
         s = span[lid]
         s[0] = t0 if s[0] is None else min(s[0], t0)
         s[1] = t1 if s[1] is None else max(s[1], t1)
-    kernel_ns = sum(b - a for a, b in span.values())
+    return sum(b - a for a, b in span.values())
+
+
+def test_self_device_total_equals_the_kernels(dev, tmp_path):
+    prof, _, _ = profiled_naive(dev, tmp_path, steps=2)
+    ev = by_kind(prof.events())
+    kernel_ns = kernel_time_ns(ev["kernel"])
     ka = prof.key_averages()
     rows_ns = sum(r.as_dict()["self_device_ns"] for r in ka)
     assert kernel_ns > 0
@@ -102,6 +117,46 @@ def test_naive_table_ranks_aten_mul_first_by_device_time(dev, tmp_path):
     assert "Self CPU" not in picked.splitlines()[1] and "Calls" in picked.splitlines()[1]
     with pytest.raises(ValueError, match=r"\[columns\] unknown column 'bogus'"):
         ka.table(columns=["bogus"])
+
+
+def test_a_profiled_torchvision_model(dev, tmp_path):
+    import warnings
+
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18().eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = model(x)
+        model.to(dev)
+        model(x.to(dev)).cpu()  # warm: the allocator's cache and the roofline probe
+        with profile(experimental_config=Config(output_dir=str(tmp_path))) as prof:
+            got = model(x.to(dev)).cpu()
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    events = prof.events()
+    ev = by_kind(events)
+    byid = {e[2]: e for e in events if e[0] in ("op", "range")}
+
+    # Every launch belongs to an aten op and ran as kernels; the ops opscope computes launch.
+    kernel_launches = {e[2] for e in ev["kernel"]}
+    launching = defaultdict(int)
+    for e in ev["launch"]:
+        op = byid.get(e[3])
+        assert op is not None and op[0] == "op" and op[1].startswith("aten::"), (e[1], op)
+        assert e[2] in kernel_launches, f"{op[1]}'s launch {e[1]} has no kernel"
+        launching[op[1]] += 1
+    assert {"aten::native_batch_norm", "aten::relu_", "aten::add_", "aten::addmm"} <= set(launching), dict(launching)
+    # The device's time is the aten ops' Self Device time.
+    ka = prof.key_averages()
+    assert sum(r.as_dict()["self_device_ns"] for r in ka) == kernel_time_ns(ev["kernel"]) > 0
+    # Module ranges nest by path; an op sits in its module's range; fallbacks show as such.
+    conv = next(e for e in ev["op"] if e[1] == "aten::convolution" and "layer3.1.conv2" in chain(byid, e))
+    names = chain(byid, conv)
+    assert names[names.index("layer3.1.conv2"):] == ["layer3.1.conv2", "layer3.1", "layer3", "ResNet"]
+    assert any(e[1] == "opscope::cpu_fallback" and e[3] == conv[2] for e in ev["range"])
+    bn = [e for e in ev["op"] if e[1] == "aten::native_batch_norm" and "layer3.1.bn2" in chain(byid, e)]
+    assert len(bn) == 1
 
 
 def test_record_function_and_module_ranges_nest(dev, tmp_path):
@@ -140,20 +195,13 @@ def test_record_function_and_module_ranges_nest(dev, tmp_path):
     ev = prof.events()
     byid = {e[2]: e for e in ev if e[0] in ("op", "range")}
 
-    def chain(e):
-        names = []
-        while e is not None:
-            names.append(e[1])
-            e = byid.get(e[3])
-        return names
-
     ranges = {e[1]: e for e in ev if e[0] == "range"}
     for name in ("Model", "layers.0", "layers.1", "layers.0.self_attn", "layers.0.self_attn.q", "layers.1.mlp.2"):
         assert name in ranges, sorted(ranges)
-    assert chain(ranges["layers.1.self_attn.q"])[:5] == ["layers.1.self_attn.q", "layers.1.self_attn", "layers.1",
+    assert chain(byid, ranges["layers.1.self_attn.q"])[:5] == ["layers.1.self_attn.q", "layers.1.self_attn", "layers.1",
                                                          "Model", "forward pass"]
     softmax = [e for e in ev if e[0] == "op" and e[1] == "aten::_softmax"]
-    assert softmax and all("self_attn" in byid[e[3]][1] or "self_attn" in chain(e)[2] for e in softmax)
+    assert softmax and all("self_attn" in byid[e[3]][1] or "self_attn" in chain(byid, e)[2] for e in softmax)
     torch.testing.assert_close(y.cpu(), m.cpu()(x.cpu()), atol=1e-5, rtol=1e-5)
 
 
@@ -221,6 +269,13 @@ def test_record_shapes_and_grouping(dev, tmp_path):
     rows = [r for r in prof.key_averages(group_by_input_shape=True) if r.key == "aten::mul"]
     assert sorted((r.input_shapes, r.count) for r in rows) == [("[(2, 8) f32, (2, 8) f32]", 2),
                                                                 ("[(4, 8) f32, (4, 8) f32]", 1)]
+    # The rows as plain dicts (for pandas): the same figures as the row objects.
+    ka = prof.key_averages(group_by_input_shape=True)
+    dicts = ka.rows()
+    assert len(dicts) == len(ka) and all(type(d) is dict for d in dicts)
+    for d, r in zip(dicts, ka):
+        assert (d["name"], d["count"], d["input_shapes"]) == (r.key, r.count, r.input_shapes)
+        assert d["self_device_ns"] / 1e3 == r.self_device_time_total and d["cpu_total_ns"] / 1e3 == r.cpu_time_total
 
 
 def test_exports_round_trip_and_the_cli_reads_them(dev, tmp_path):
@@ -252,6 +307,32 @@ def test_unmodified_script_under_opscope_profile(tmp_path):
     assert {"aten::mul", "aten::sum", "mul_f32"} <= names
 
 
+def test_config_from_the_environment_variables(monkeypatch, tmp_path):
+    for k, v in (("OPSCOPE_PROFILE_LAYERS", "framework,device"), ("OPSCOPE_PROFILE_CORES", "0-1"),
+                 ("OPSCOPE_PROFILE_DIR", str(tmp_path / "env")), ("OPSCOPE_PROFILE_MAX_EVENTS", "4096")):
+        monkeypatch.setenv(k, v)
+    c = Config.from_env()
+    assert (c.layers, c.cores, c.output_dir, c.max_events) == ("framework,device", "0-1", str(tmp_path / "env"), 4096)
+    for k, bad in (("OPSCOPE_PROFILE_LAYERS", "framework,gpu"), ("OPSCOPE_PROFILE_CORES", "one"),
+                   ("OPSCOPE_PROFILE_MAX_EVENTS", "-3")):
+        with monkeypatch.context() as m:
+            m.setenv(k, bad)
+            with pytest.raises(ValueError, match=rf"\[{k}\] '{bad}'"):
+                Config.from_env()
+
+
+def test_a_bad_profile_variable_is_reported_and_the_script_still_runs(tmp_path):
+    code = "import torch, opscope\nprint((torch.ones(3).to(opscope.device()) * 2).sum().item())\n"
+    for on in ("1", "0"):
+        env = dict(os.environ, OPSCOPE_PROFILE=on, OPSCOPE_PROFILE_LAYERS="gpu", OPSCOPE_PROFILE_DIR=str(tmp_path))
+        r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "6.0", r.stdout + r.stderr
+        ignored = "opscope: OPSCOPE_PROFILE ignored: [OPSCOPE_PROFILE_LAYERS] 'gpu'"
+        assert (ignored in r.stderr) == (on == "1"), r.stderr
+    assert os.listdir(tmp_path) == []
+
+
 def test_profiling_leaves_results_unchanged(dev, tmp_path):
     x, w = torch.randn(16, 128).to(dev), torch.randn(128).to(dev)
     plain = naive_rms_norm(x, w).cpu()
@@ -275,6 +356,11 @@ def test_bad_config_values_name_the_argument(tmp_path):
     with pytest.raises(ValueError, match=r"\[output_dir\] .* is not a directory"):
         Config(output_dir=str(blocker / "sub"))
     assert not (blocker.is_dir())
+    # A folder the process may not write, even as root (access() says yes to root there).
+    with pytest.raises(ValueError, match=r"\[output_dir\] '/proc/opscope-profile' cannot be created: '/proc' is not writable"):
+        Config(output_dir="/proc/opscope-profile")
+    Config(output_dir=str(tmp_path / "a" / "b"))
+    assert os.listdir(tmp_path) == ["file"]  # the check leaves nothing behind
     with pytest.raises(ValueError, match=r"\[schedule.wait\] must be >= 0"):
         schedule(wait=-1, warmup=0, active=1)
     with pytest.raises(ValueError, match=r"\[schedule.active\]"):
@@ -351,7 +437,6 @@ def test_advise_names_the_fused_fix_in_a_torch_profile(dev, tmp_path):
 
 
 def test_the_explorer_serves_an_exported_torch_profile(dev, tmp_path):
-    import re
     import urllib.request
     prof, _, _ = profiled_naive(dev, tmp_path)
     d = prof.export(tmp_path / "exported")
@@ -404,3 +489,43 @@ def test_with_stack_records_the_calling_python_line(dev, tmp_path):
     with profile(experimental_config=Config(output_dir=str(tmp_path))) as plain:
         model(x)
     assert all(not r.stack for r in plain.key_averages(group_by_stack_n=1))
+
+
+def test_aten_ops_carry_autograds_sequence_numbers(dev, tmp_path):
+    # torch's own profiler, recording the same ops at the same time, is the reference.
+    x = torch.randn(4, 8).to(dev).requires_grad_()
+    with torch.autograd.profiler.profile() as theirs:
+        with profile(experimental_config=Config(output_dir=str(tmp_path))) as ours:
+            (x * 2).sum()
+            with torch.no_grad():
+                x * 3  # no autograd node: no sequence number
+            (x + 1).mean()
+    want = [(e.name, e.sequence_nr) for e in theirs.function_events
+            if e.name in ("aten::mul", "aten::sum", "aten::add", "aten::mean")]
+    got = [(e[1], e[9]) for e in ours.events() if e[0] == "op" and e[1] in ("aten::mul", "aten::sum", "aten::add",
+                                                                            "aten::mean")]
+    assert got == want and ("aten::mul", -1) in want, (got, want)
+    events = json.load(open(ours.export_chrome_trace(tmp_path / "t.json")))["traceEvents"]
+    in_trace = [(e["name"], e["args"].get("sequence_nr", -1)) for e in events
+                if e.get("ph") == "X" and e.get("name") in ("aten::mul", "aten::sum", "aten::add", "aten::mean")]
+    assert sorted(in_trace) == sorted(want)
+
+
+def test_the_main_job_case_study(tmp_path):
+    """examples/rmsnorm.py, the README's main command, at a small shape: three profiles,
+    the naive table led by aten::mul (three calls per RMSNorm), the comparison."""
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "rmsnorm.py")
+    out = tmp_path / "main"
+    r = subprocess.run([sys.executable, "-W", "ignore", example, "--shape", "256x2048", "--iters", "2", "--out",
+                        str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sections = r.stdout.split("\n== ")
+    naive = next(s for s in sections if s.startswith("naive"))
+    header = re.split(r"\s{2,}", next(l for l in naive.splitlines() if l.startswith("Name")).strip())
+    aten = [re.split(r"\s{2,}", l.strip()) for l in naive.splitlines() if l.startswith("aten::")]
+    assert aten[0][0] == "aten::mul" and aten[0][header.index("Calls")] == "6", naive  # 3 per call, 2 calls
+    compiled = next(s for s in sections if s.startswith("compiled"))
+    assert "fused_mul_mean_add_rsqrt_mul_mul_f32" in compiled and "aten::mul" not in compiled, compiled
+    assert any(s.startswith("comparison") for s in sections), r.stdout
+    for name in ("naive", "builtin", "compiled"):
+        assert (out / name / "trace.json").exists() and (out / name / "profile.db").exists()

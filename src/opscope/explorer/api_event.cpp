@@ -44,7 +44,7 @@ json event_view(const Profile& p, uint32_t e) {
   json args = json::object();
   if (ev.bytes) args["bytes"] = ev.bytes;
   if (ev.flops) args["flops"] = ev.flops;
-  if (ev.kind == EventKind::op) args["sequence_nr"] = ev.value;
+  if (ev.kind == EventKind::op && ev.value >= 0) args["sequence_nr"] = ev.value;  // -1: none
   if (ev.kind == EventKind::alloc || ev.kind == EventKind::free) args["allocated_after"] = ev.value;
   if (ev.kind == EventKind::launch) {
     int64_t dev = p.correlation().launch_device_ns(e);

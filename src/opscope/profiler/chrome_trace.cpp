@@ -441,7 +441,7 @@ class Writer {
         w = head(w, 'X', e, fw_[e.track]);
         w = put_uint(arg(w, "correlation_id", true), e.id);
         if (e.parent) w = put_uint(arg(w, "parent_id"), e.parent);
-        if (e.kind == EventKind::op) w = put_int(arg(w, "sequence_nr"), e.value);
+        if (e.kind == EventKind::op && e.value >= 0) w = put_int(arg(w, "sequence_nr"), e.value);
         if (!e.shapes.empty()) w = put_json_string(arg(w, "input_shapes"), e.shapes);
         if (!e.source.empty()) w = put_json_string(arg(w, "source"), e.source);
         w = lit(w, "}}");

@@ -65,15 +65,19 @@ uint32_t intern(ThreadState* st, std::string_view s) noexcept {
   }
 }
 
+// An op of opscope's own gets the thread's next number; a framework's op keeps its own
+// (-1: none, as autograd says of an op it records no node for).
+constexpr int64_t kOwnSeq = INT64_MIN;
+
 inline uint64_t push_scope(ThreadState* st, uint64_t name, uint8_t kind, void* ret, uint32_t shapes,
-                           int64_t seq = -1) {
+                           int64_t seq = kOwnSeq) {
   uint64_t id = next_id(st);
   int d = st->depth++;
   if (d >= kMaxDepth) [[unlikely]] return id;
   OpenScope& o = st->stack[d];
   o.id = id;
   o.name = name;
-  o.seq = seq >= 0 ? uint64_t(seq) : ++st->seq;
+  o.seq = seq == kOwnSeq ? ++st->seq : uint64_t(seq < 0 ? -1 : seq);
   o.ret = ret;
   o.shapes = shapes;
   o.kind = kind;

@@ -30,7 +30,8 @@ void op_end(uint64_t id);
 // must live as long as the process (an operator's schema name does), `shapes` is the
 // inputs already described ("" = none), `source` its call site already resolved
 // ("model.py:12 (forward)"; "" = none, used with with_stack); `seq` is that framework's
-// sequence number (autograd's), or -1 for opscope's own count.
+// sequence number (autograd's), or -1 for none (kept: opscope's own count would collide
+// with autograd's numbers; trace.json then has no sequence_nr, as torch's has none).
 uint64_t op_begin_described(const char* name, std::string_view shapes, int64_t seq, std::string_view source = {});
 
 // True while a framework above opscope records its own ops (the torch front's

@@ -2,20 +2,26 @@
 // make_fx) into a small program of opscope ops; here that program becomes a TensorFn that
 // calls those ops, and opscope::compile traces it (per input signature), runs the passes,
 // generates and caches the kernels exactly as for a C++ function. A compiled call is one
-// framework op named after the region; its fused kernels' launches carry that op.
+// framework op named after the function: opened by the Python side around the whole call
+// while torch's ops are recorded (the regions then record none), else each region's own.
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>  // at::Tensor <-> torch.Tensor
 
 #include <functional>
+#include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "opscope/compiler/compile.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
+#include "opscope/profiler/hooks.h"
 #include "opscope/torch/bridge.h"
 
 namespace py = pybind11;
@@ -122,13 +128,21 @@ Tensor eval(const Instr& in, const std::vector<Tensor>& v) {
   throw Error(fmt::format("[opscope.compile] unknown program op '{}'", op));
 }
 
+// One copy of each region name for the life of the process.
+const char* interned(const std::string& name) {
+  static std::mutex m;
+  static std::unordered_set<std::string>* names = new std::unordered_set<std::string>;  // leaked: read at exit
+  std::lock_guard<std::mutex> g(m);
+  return names->insert(name).first->c_str();
+}
+
 DType dtype_code(const std::string& name) { return parse_dtype(name, "opscope.compile"); }
 
 class Region {
  public:
   Region(std::string name, std::vector<Instr> program, int64_t n_inputs, int64_t output, bool explain,
          const std::vector<std::string>& disabled)
-      : name_(std::move(name)) {
+      : name_(std::move(name)), op_name_(interned(name_)) {
     if (program.empty()) throw Error(fmt::format("[opscope.compile] region {} has no instructions", name_));
     if (output < 0 || output >= n_inputs + int64_t(program.size()))
       throw Error(fmt::format("[opscope.compile] region {}: output {} is out of range", name_, output));
@@ -159,6 +173,10 @@ class Region {
   at::Tensor call(const std::vector<at::Tensor>& xs) const {
     std::vector<Tensor> in = inputs(xs);
     py::gil_scoped_release nogil;
+    // While torch's ops are recorded, the call's op is open above (opscope.compile's
+    // Python): this region names its kernels and errors but records no op of its own.
+    std::optional<FrameworkOpScope> quiet;
+    if (prof::external_ops()) quiet.emplace(op_name_, std::span<const Tensor* const>{});
     return to_torch((*fn_)(in));
   }
 
@@ -172,6 +190,7 @@ class Region {
 
  private:
   std::string name_;
+  const char* op_name_;  // outlives any launch that names its errors by it
   std::unique_ptr<CompiledFunction> fn_;
 };
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
 
 #include <atomic>
 #include <cstring>
@@ -165,6 +166,31 @@ std::unique_ptr<at::ObserverContext> on_begin(const at::RecordFunction& fn) {
 // ends on the thread that began it except for async RPC ops, which are not recorded here.
 void on_end(const at::RecordFunction&, at::ObserverContext*) { prof::op_end(0); }
 
+// ---- an op opened from Python: opscope.compile's call (its regions and the eager aten
+// ops between them under one op named after the function). Only while torch's ops are
+// recorded (a window of opscope.profiler); otherwise the regions' own ops name the call.
+class PythonOp {
+ public:
+  explicit PythonOp(const std::string& name) : name_(stable_name(name.c_str())) {}
+
+  bool begin(const py::sequence& inputs) const {
+    if (!prof::external_ops()) return false;
+    std::string shapes;
+    if (g_shapes.load(std::memory_order_relaxed)) {
+      std::vector<c10::IValue> values;
+      for (py::handle h : inputs)
+        values.push_back(THPVariable_Check(h.ptr()) ? c10::IValue(THPVariable_Unpack(h.ptr())) : c10::IValue());
+      shapes = describe_inputs(c10::ArrayRef<const c10::IValue>(values.data(), values.size()));
+    }
+    prof::op_begin_described(name_, shapes, -1);
+    return true;
+  }
+  void end() const { prof::op_end(0); }
+
+ private:
+  const char* name_;
+};
+
 // ---- one profile window
 class Window {
  public:
@@ -240,6 +266,7 @@ void bind_profiler(py::module_& m) {
     return make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate).to_json();
   });
   m.def("_profiler_skip_frames", [](std::vector<std::string> prefixes) { g_skip = std::move(prefixes); });
+  m.def("_profiler_env_enabled", &prof::ProfilerConfig::env_enabled);
   m.def("_profiler_env", [] {
     prof::ProfilerConfig c = prof::ProfilerConfig::from_env();
     py::dict d;
@@ -292,6 +319,11 @@ void bind_profiler(py::module_& m) {
       }))
       .def("start", &Window::start)
       .def("stop", &Window::stop);
+
+  py::class_<PythonOp>(m, "_FrameworkOp")
+      .def(py::init<const std::string&>())
+      .def("begin", &PythonOp::begin)
+      .def("end", &PythonOp::end);
 
   // nn.Module ranges (opscope.profiler's module hooks): named spans of the calling thread.
   // Each push is paired with one pop by the caller, recording or not, so the thread's
