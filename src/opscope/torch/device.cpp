@@ -4,6 +4,9 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <fmt/format.h>
+
+#include <string_view>
 
 #include "opscope/core/error.h"
 #include "opscope/torch/bridge.h"
@@ -162,8 +165,12 @@ bool is_out_of_memory(const std::string& what) { return what.find("out of memory
 
 void out_of_memory(const char* op, const std::string& what) {
   AllocatorStats st = device(0).allocator().stats();
+  // The allocator's message names the op already ("[aten::mul] cpu:0: ..."): say it once.
+  std::string_view detail = what;
+  if (std::string prefix = fmt::format("[{}] ", op); detail.starts_with(prefix)) detail.remove_prefix(prefix.size());
   fail(op, "out of memory on privateuseone:0: {} (allocator: {} bytes allocated, {} reserved, peak {}); free "
-       "tensors, call opscope.empty_cache() or use smaller shapes", what, st.allocated, st.reserved, st.peak_allocated);
+       "tensors, call opscope.empty_cache() or use smaller shapes", detail, st.allocated, st.reserved,
+       st.peak_allocated);
 }
 
 bool meta_mode() { return c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Meta); }
