@@ -35,12 +35,6 @@ Layout layout_of(const Tensor& m) {
   return layout_of(m.shape()[n - 2], m.shape()[n - 1], m.strides()[n - 2], m.strides()[n - 1]);
 }
 
-// The device's cores are the parallelism: OpenBLAS must not start threads of its own.
-void blas_single_threaded() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-
 int64_t offset_of(int64_t idx, const Shape& s, const Strides& st, int nd) {
   int64_t off = 0;
   for (int d = nd - 1; d >= 0; --d) {
@@ -74,6 +68,11 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
 }
 
 }  // namespace
+
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
 
 bool blas_compatible(const Tensor& m) { return m.ndim() >= 2 && layout_of(m).ok; }
 

@@ -7,6 +7,10 @@
 
 namespace opscope::cpu_kernels {
 
+// The device's cores are the parallelism: OpenBLAS must not start threads of its own.
+// Every kernel that calls BLAS calls this first (once per process does the work).
+void blas_single_threaded();
+
 // Whether the last two dims of an f32 tensor can go to sgemm as they are: a row-major
 // matrix, possibly transposed, with a leading dimension (else: make it contiguous).
 bool blas_compatible(const Tensor& m);
