@@ -1,6 +1,4 @@
 // Launchers of the elementwise kernels (elementwise.cuh).
-#include <algorithm>
-
 #include "opscope/cuda/check.h"
 #include "opscope/cuda/elementwise.cuh"
 #include "opscope/cuda/launchers.h"
@@ -11,10 +9,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Enough blocks to fill the GPU (H200: 132 SMs x 8 blocks of 256), fewer for small n.
-unsigned grid_for(int64_t work) {
-  return unsigned(std::max<int64_t>(1, std::min<int64_t>((work + kThreads - 1) / kThreads, 132 * 16)));
-}
+unsigned grid_for(int64_t work) { return cuda_impl::grid_for(work, kThreads); }
 
 template <class T, int kIn>
 void map_t(void* out, const void* a, const void* b, int64_t n, const Layout* layout, dev::MapOp f, cudaStream_t s) {

@@ -5,11 +5,18 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "opscope/cuda/layout.h"
 
 namespace opscope::cuda_impl {
+
+// Blocks of `threads` for a grid-stride loop over `work` items: enough to fill the GPU
+// (H200: 132 SMs x 8 blocks of 256), fewer for small work.
+inline unsigned grid_for(int64_t work, int threads) {
+  return unsigned(std::max<int64_t>(1, std::min<int64_t>((work + threads - 1) / threads, 132 * 16)));
+}
 
 // Op codes: the values of cpu_kernels::UnaryOp / BinaryOp / ReduceKind.
 // Unary: neg abs exp log sqrt rsqrt sin cos tanh sigmoid silu gelu relu gelu_tanh hardswish
