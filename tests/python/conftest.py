@@ -1,4 +1,5 @@
-"""Shared fixtures: the device, and a quiet fallback counter per test."""
+"""Shared fixtures: the device, and a quiet fallback counter per test; helpers that run an op
+natively and compare it with torch CPU."""
 import warnings
 
 import pytest
@@ -39,3 +40,33 @@ def no_fallback_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
+
+
+def reference(fn, *args):
+    """fn on CPU, computed in f32 for bf16/f16 inputs and rounded once (as opscope does;
+    torch 1.13's CPU kernels lack most f16 ops)."""
+    low = [a.dtype for a in args if isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)]
+    if not low:
+        return fn(*args)
+    up = [a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    r = fn(*up)
+    lower = lambda t: t.to(low[0]) if t.is_floating_point() else t  # noqa: E731
+    return tuple(map(lower, r)) if isinstance(r, tuple) else lower(r)
+
+
+def native(fn, *cpu_args):
+    """fn on device copies of the args, with no fallback counted; returns (device result, cpu reference)."""
+    dev = opscope.device()
+    dargs = [a.to(dev) if isinstance(a, torch.Tensor) else a for a in cpu_args]
+    opscope.reset_fallback_stats()
+    got = fn(*dargs)
+    opscope.synchronize()
+    assert fallbacks() == {}, fallbacks()
+    return got, reference(fn, *cpu_args)
+
+
+def rand(*shape, dtype=torch.float32, positive=False):
+    x = torch.randn(*shape)
+    if positive:
+        x = x.abs() + 0.1
+    return x.to(dtype)

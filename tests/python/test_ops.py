@@ -6,40 +6,10 @@ import torch
 import torch.nn.functional as F
 
 import opscope
-from conftest import assert_close, fallbacks
+from conftest import assert_close, fallbacks, native, rand
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 SIZES = [1, 3, 4097]
-
-
-def reference(fn, *args):
-    """fn on CPU, computed in f32 for bf16/f16 inputs and rounded once (as opscope does;
-    torch 1.13's CPU kernels lack most f16 ops)."""
-    low = [a.dtype for a in args if isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)]
-    if not low:
-        return fn(*args)
-    up = [a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-    r = fn(*up)
-    return r.to(low[0]) if r.is_floating_point() else r
-
-
-def native(fn, *cpu_args):
-    """fn on device copies of the args, with no fallback counted; returns (device result, cpu reference)."""
-    dev = opscope.device()
-    dargs = [a.to(dev) if isinstance(a, torch.Tensor) else a for a in cpu_args]
-    opscope.reset_fallback_stats()
-    got = fn(*dargs)
-    opscope.synchronize()
-    assert fallbacks() == {}, fallbacks()
-    return got, reference(fn, *cpu_args)
-
-
-def rand(*shape, dtype=torch.float32, positive=False):
-    x = torch.randn(*shape)
-    if positive:
-        x = x.abs() + 0.1
-    return x.to(dtype)
-
 
 BINARY = {
     "add": lambda a, b: a + b,
