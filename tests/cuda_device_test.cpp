@@ -197,6 +197,40 @@ TEST(CudaDevice, ConcatEmbeddingMatmulMatchTheCpu) {
   }
 }
 
+// conv2d (im2col + cuBLAS) and max_pool2d: dense, strided, dilated, grouped and depthwise
+// windows, bias on and off, against the CPU device's kernels.
+TEST(CudaDevice, Conv2dAndMaxPool2dMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  Device& g = cuda(0);
+  struct Case {
+    Shape x, w;
+    Size2 stride, padding, dilation;
+    int64_t groups;
+  };
+  std::vector<Case> cases = {{{2, 3, 9, 11}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+                             {{1, 3, 17, 15}, {8, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1},
+                             {{2, 16, 5, 7}, {12, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},
+                             {{1, 4, 12, 10}, {6, 4, 3, 2}, {1, 2}, {2, 1}, {2, 3}, 1},
+                             {{2, 8, 7, 7}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2},
+                             {{2, 12, 10, 9}, {12, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 12}};
+  for (DType dt : {DType::f32, DType::bf16})
+    for (const Case& k : cases) {
+      Tensor x = randn(k.x, 20, dt), w = randn(k.w, 21, dt), b = randn({k.w[0]}, 22, dt);
+      std::string what = "conv2d x " + k.x.str() + " w " + k.w.str() + " " + std::string(dtype_name(dt));
+      double t = dt == DType::f32 ? 1e-4 : 1.0 / 16;
+      expect_close(conv2d(x.to(g), w.to(g), b.to(g), k.stride, k.padding, k.dilation, k.groups),
+                   conv2d(x, w, b, k.stride, k.padding, k.dilation, k.groups), t, what);
+      expect_close(conv2d(x.to(g), w.to(g), Tensor(), k.stride, k.padding, k.dilation, k.groups),
+                   conv2d(x, w, Tensor(), k.stride, k.padding, k.dilation, k.groups), t, what + " no bias");
+      auto [y, idx] = max_pool2d_with_indices(x.to(g), {3, 3}, {2, 2}, {1, 1}, {1, 1}, true);
+      auto [yc, idxc] = max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true);
+      expect_close(y, yc, 0, "max_pool2d " + what);
+      if (dt == DType::f32) {
+        EXPECT_EQ(idx.to_vector<int64_t>(), idxc.to_vector<int64_t>()) << what;
+      }
+    }
+}
+
 TEST(CudaDevice, AsyncSemanticsAndErrors) {
   SKIP_WITHOUT_GPU();
   Device& g = cuda(0);

@@ -20,6 +20,7 @@
 #include "opscope/compiler/cache.h"
 #include "opscope/core/dtype.h"
 #include "opscope/cuda/layout.h"
+#include "opscope/kernels/window2d.h"
 
 using namespace opscope;
 
@@ -58,6 +59,7 @@ const char* kEntries = R"(
 #include "opscope/cuda/norm.cuh"
 #include "opscope/cuda/reduce.cuh"
 #include "opscope/cuda/index.cuh"
+#include "opscope/cuda/window.cuh"
 using namespace opscope::cuda_impl;
 using namespace opscope::cuda_impl::dev;
 template <class F> static F* g_fn;
@@ -204,6 +206,22 @@ extern "C" int emu_reduce_strided(int kind, void* out, const float* x, int nd, c
   long long nout = numel_of(kept), nred = numel_of(rl);
   return run([=] { reduce_strided_k<float>(kind, out, x, nout, nred, kept, rl, correction); }, grid, 256);
 }
+// ---- NCHW windows, with the launchers' element counts ----
+extern "C" int emu_im2col(float* cols, const float* x, const Window2d* gp, unsigned grid) {
+  Window2d g = *gp;
+  long long total = g.n * g.c * g.kh * g.kw * g.oh * g.ow;
+  return run([=] { im2col_k<float>(cols, x, g, total); }, grid, 256);
+}
+extern "C" int emu_max_pool2d(int bf, void* out, long long* idx, const void* x, const Window2d* gp, unsigned grid) {
+  Window2d g = *gp;
+  long long total = g.n * g.c * g.oh * g.ow;
+  if (bf) {
+    bf16* o = (bf16*)out; const bf16* xp = (const bf16*)x;
+    return run([=] { max_pool2d_k<bf16>(o, idx, xp, g, total); }, grid, 256);
+  }
+  float* o = (float*)out; const float* xp = (const float*)x;
+  return run([=] { max_pool2d_k<float>(o, idx, xp, g, total); }, grid, 256);
+}
 )";
 
 using RmsFn = int (*)(int, int, int, void*, const void*, const void*, long long, long long, float, unsigned);
@@ -220,6 +238,9 @@ using ConcatFn = int (*)(float*, int, const int64_t*, int, int, const float* con
                          unsigned);
 using EmbeddingFn = int (*)(int, int, void*, const void*, const void*, long long, long long, long long, long long,
                             KernelError*, unsigned, int*);
+using kernels::Window2d;
+using Im2colFn = int (*)(float*, const float*, const Window2d*, unsigned);
+using MaxPoolFn = int (*)(int, void*, long long*, const void*, const Window2d*, unsigned);
 using ReduceStridedFn = int (*)(int, void*, const float*, int, const int64_t*, const int64_t*, const int*, long long,
                                 unsigned);
 
@@ -735,6 +756,77 @@ TEST_F(CudaKernelsEmu, ArgmaxTiesTakeTheFirstIndexOnBothRowPaths) {
     ASSERT_EQ(f(kArgmax, block, 0, idx.data(), x.data(), 4, len, 0, 2), 0);
     EXPECT_EQ(idx, (std::vector<int64_t>{0, 5, 33, 9})) << "len " << len;
   }
+}
+
+// im2col: every column entry is the input under its window position (0 in the padding),
+// at the (n, c * taps + tap, pixel) position the cuBLAS gemm reads; grid 3 is fewer
+// blocks than the work.
+TEST_F(CudaKernelsEmu, Im2colMatchesReference) {
+  auto f = fn<Im2colFn>("emu_im2col");
+  Window2d g;
+  g.n = 2, g.c = 3, g.h = 6, g.w = 7, g.kh = 3, g.kw = 2;
+  g.sh = 2, g.sw = 1, g.ph = 2, g.pw = 2, g.dh = 1, g.dw = 3;
+  g.oh = kernels::window_out_size(g.h, g.kh, g.sh, g.ph, g.dh, false);
+  g.ow = kernels::window_out_size(g.w, g.kw, g.sw, g.pw, g.dw, false);
+  ASSERT_EQ(g.oh, 4);  // windows reach into the padding on all four sides
+  ASSERT_EQ(g.ow, 8);
+  std::vector<float> x = randoms(size_t(g.n * g.c * g.h * g.w), 90);
+  int64_t taps = g.kh * g.kw, P = g.oh * g.ow;
+  std::vector<float> cols(size_t(g.n * g.c * taps * P), -7);
+  ASSERT_EQ(f(cols.data(), x.data(), &g, 3), 0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t a = 0; a < g.kh; ++a)
+        for (int64_t b = 0; b < g.kw; ++b)
+          for (int64_t i = 0; i < g.oh; ++i)
+            for (int64_t j = 0; j < g.ow; ++j) {
+              int64_t iy = i * g.sh - g.ph + a * g.dh, ix = j * g.sw - g.pw + b * g.dw;
+              bool in = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+              float want = in ? x[size_t(((n * g.c + c) * g.h + iy) * g.w + ix)] : 0.0f;
+              size_t at = size_t(((n * g.c + c) * taps + a * g.kw + b) * P + i * g.ow + j);
+              ASSERT_EQ(cols[at], want) << "n " << n << " c " << c << " tap " << a << "," << b << " pixel " << i << "," << j;
+            }
+}
+
+// max_pool2d: the window's maximum copied exactly, its first position (a NaN wins), with
+// and without indices, f32 and bf16, padding and ceil_mode's partial last window.
+TEST_F(CudaKernelsEmu, MaxPool2dMatchesReference) {
+  auto f = fn<MaxPoolFn>("emu_max_pool2d");
+  Window2d g;
+  g.n = 1, g.c = 2, g.h = 7, g.w = 6, g.kh = 3, g.kw = 3;
+  g.sh = 2, g.sw = 2, g.ph = 1, g.pw = 1;
+  g.oh = kernels::window_out_size(g.h, g.kh, g.sh, g.ph, g.dh, true);
+  g.ow = kernels::window_out_size(g.w, g.kw, g.sw, g.pw, g.dw, true);
+  ASSERT_EQ(g.oh, 4);
+  ASSERT_EQ(g.ow, 4);  // rounded down it would be 3: the last window holds column 5 alone
+  std::vector<float> xv = randoms(size_t(g.c * g.h * g.w), 91);
+  xv[2] = NAN;  // in window (0, 1) of plane 0
+  for (bool bf : {false, true})
+    for (bool with_idx : {true, false}) {
+      Buf x(xv, bf, 0), y(std::vector<float>(size_t(g.c * g.oh * g.ow)), bf, 0);
+      std::vector<long long> idx(size_t(g.c * g.oh * g.ow), -5);
+      ASSERT_EQ(f(bf, y.ptr(), with_idx ? idx.data() : nullptr, x.ptr(), &g, 2), 0);
+      std::vector<float> xr = rounded(xv, bf);
+      for (int64_t p = 0; p < g.c; ++p)
+        for (int64_t i = 0; i < g.oh; ++i)
+          for (int64_t j = 0; j < g.ow; ++j) {
+            float best = -INFINITY;
+            int64_t at = -1;
+            for (int64_t a = 0; a < g.kh; ++a)
+              for (int64_t b = 0; b < g.kw; ++b) {
+                int64_t iy = i * g.sh - g.ph + a, ix = j * g.sw - g.pw + b;
+                if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                float v = xr[size_t(p * g.h * g.w + iy * g.w + ix)];
+                if (at < 0 || v > best || std::isnan(v)) best = v, at = iy * g.w + ix;
+              }
+            size_t o = size_t((p * g.oh + i) * g.ow + j);
+            std::string what = std::string(bf ? "bf16" : "f32") + " plane " + std::to_string(p) + " output " +
+                               std::to_string(i) + "," + std::to_string(j);
+            if (std::isnan(best)) EXPECT_TRUE(std::isnan(y.at(o))) << what;
+            else EXPECT_EQ(y.at(o), best) << what;
+            EXPECT_EQ(idx[o], with_idx ? at : -5) << what;
+          }
+    }
 }
 
 }  // namespace

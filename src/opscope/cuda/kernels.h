@@ -7,6 +7,7 @@
 
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/reduce.h"
+#include "opscope/kernels/window2d.h"
 #include "opscope/runtime/launch.h"
 #include "opscope/runtime/tensor.h"
 
@@ -33,6 +34,11 @@ LaunchSpec embedding_spec(const Tensor& out, const Tensor& weight, const Tensor&
 // cuBLAS (blas.cpp): out (batch..., M, N) = a @ b, operands as cpu_kernels::matmul_spec
 // takes them, with the last two dims of each blas-compatible.
 LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b);
+
+// NCHW windows (window_specs.cpp): conv2d's columns for cuBLAS, cols (n, groups, K,
+// pixels) of the contiguous x; max_pool2d of the contiguous x, indices (i64) may be null.
+LaunchSpec im2col_spec(const Tensor& cols, const Tensor& x, const kernels::Window2d& g);
+LaunchSpec max_pool2d_spec(const Tensor& out, const Tensor* indices, const Tensor& x, const kernels::Window2d& g);
 
 // ---- copies (copy.cpp) ----
 // dst (contiguous, on the CUDA device) = src (same device, any strides), converted.

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "opscope/cuda/layout.h"
+#include "opscope/kernels/window2d.h"
 
 namespace opscope::cuda_impl {
 
@@ -61,5 +62,12 @@ void launch_reduce_strided(int kind, Dt dt, void* out, const void* x, const Layo
 // i64 (8). An index outside [0, V) sets `err` and writes zeros for that row.
 void launch_embedding(Dt dt, void* out, const void* w, const void* idx, int idx_bytes, int64_t n, int64_t D,
                       int64_t V, int64_t w_row_stride, KernelError* err, cudaStream_t s);
+
+// cols (n, c * kh * kw, oh * ow), contiguous = the im2col columns of the contiguous x
+// (n, c, h, w): conv2d's operand for cuBLAS.
+void launch_im2col(Dt dt, void* cols, const void* x, const kernels::Window2d& g, cudaStream_t s);
+// out (n, c, oh, ow) = max over each window of the contiguous x; idx (i64, may be null)
+// the position of each maximum in its input plane.
+void launch_max_pool2d(Dt dt, void* out, int64_t* idx, const void* x, const kernels::Window2d& g, cudaStream_t s);
 
 }  // namespace opscope::cuda_impl

@@ -4,11 +4,13 @@
 #pragma once
 #include <span>
 
+#include "opscope/kernels/cpu/conv.h"
 #include "opscope/kernels/cpu/copy.h"
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/index.h"
 #include "opscope/kernels/cpu/matmul.h"
 #include "opscope/kernels/cpu/norm.h"
+#include "opscope/kernels/cpu/pool.h"
 #include "opscope/kernels/cpu/reduce.h"
 #include "opscope/runtime/device.h"
 #if OPSCOPE_HAVE_CUDA
@@ -62,6 +64,21 @@ inline LaunchSpec embedding_spec(const Tensor& out, const Tensor& weight, const 
 inline LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
   return OPSCOPE_KERNEL(out, matmul_spec(out, a, b));
 }
+inline LaunchSpec max_pool2d_spec(const Tensor& out, const Tensor* indices, const Tensor& x, const Window2d& g) {
+  return OPSCOPE_KERNEL(out, max_pool2d_spec(out, indices, x, g));
+}
+// conv2d differs by device in more than its kernel: the CPU device runs one fused launch
+// (conv2d_spec: im2col and sgemm per block of pixels); on CUDA the op writes the columns
+// (im2col_spec) and multiplies them with cuBLAS through matmul (ops/conv.cpp).
+inline LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
+                              const Window2d& g) {
+  return cpu_kernels::conv2d_spec(out, x, w, bias, g);
+}
+#if OPSCOPE_HAVE_CUDA
+inline LaunchSpec im2col_spec(const Tensor& cols, const Tensor& x, const Window2d& g) {
+  return cuda_kernels::im2col_spec(cols, x, g);
+}
+#endif
 inline void launch_copy(const Tensor& dst, const Tensor& src) { OPSCOPE_KERNEL_VOID(dst, launch_copy(dst, src)); }
 inline void launch_fill(const Tensor& dst, double value) { OPSCOPE_KERNEL_VOID(dst, launch_fill(dst, value)); }
 

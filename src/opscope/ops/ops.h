@@ -6,7 +6,9 @@
 // Reductions take a list of axes (empty = all axes) and keepdim. Floating dtypes are
 // computed in f32; bf16/f16 results are rounded once, at the end.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "opscope/runtime/tensor.h"
@@ -86,6 +88,24 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // 2-d @ 2-d, batched (..., M, K) @ (..., K, N) with broadcast batch dims, and 1-d
 // operands as in numpy. f32 through OpenBLAS; bf16/f16 converted to f32 and back.
 Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- convolution and pooling, NCHW; a Size2 is (h, w) ----
+using Size2 = std::array<int64_t, 2>;
+// Cross-correlation as torch's conv2d: x (N, C, H, W), weight (OC, C / groups, KH, KW) and
+// bias (OC) or undefined give (N, OC, OH, OW), OH = (H + 2 padding - dilation (KH - 1) - 1)
+// / stride + 1. f32 on the CPU device's cores (im2col + OpenBLAS; 1x1 and depthwise windows
+// have their own kernels), bf16/f16 computed in f32 and rounded once; on CUDA, im2col +
+// cuBLAS.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Size2 stride = {1, 1},
+              Size2 padding = {0, 0}, Size2 dilation = {1, 1}, int64_t groups = 1);
+// The maximum of each kernel window of x (N, C, H, W) → (N, C, OH, OW), sizes as conv2d's
+// (ceil_mode rounds up, as torch). Padding (at most half the kernel) is never the maximum.
+Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding = {0, 0}, Size2 dilation = {1, 1},
+                  bool ceil_mode = false);
+// max_pool2d and, as i64, where each maximum is in its input plane (h * W + w): torch's
+// max_pool2d_with_indices.
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding = {0, 0},
+                                                  Size2 dilation = {1, 1}, bool ceil_mode = false);
 
 // ---- shape and indexing ----
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);

@@ -1,0 +1,210 @@
+#include "opscope/kernels/cpu/conv.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "opscope/kernels/cpu/matmul.h"
+
+namespace opscope::cpu_kernels {
+
+namespace {
+
+using kernels::Window2d;
+
+constexpr int64_t kColsBytes = 512 << 10;           // a core's column buffer: about half of L2
+constexpr int64_t kMinPixels = 128;                  // narrower gemms waste sgemm (16 pixels ran 4x slower)
+constexpr int64_t kChannelBlock = 64;               // output channels per work unit (matmul's row block)
+constexpr int64_t kMinFlopsPerCore = int64_t(1) << 21;  // below this a second core costs more than it helps
+
+// Output pixels per work unit: columns of K rows filling the buffer, but at least
+// kMinPixels wide; the plane split into equal blocks (a multiple of 16, sgemm's panel).
+int64_t pixel_block(int64_t k, int64_t pixels) {
+  int64_t target = std::max(kMinPixels, kColsBytes / int64_t(sizeof(float)) / std::max<int64_t>(k, 1));
+  int64_t blocks = (pixels + target - 1) / target;
+  int64_t pb = ((pixels + blocks - 1) / blocks + 15) / 16 * 16;
+  return std::min(pb, pixels);
+}
+
+// This core's column buffer, kept between launches (a fresh one per launch would be
+// page-faulted in every time).
+float* cols_buffer(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// Where window column kj reads inside the input: output columns [lo, hi) of any row,
+// computed once per launch (the divisions stay out of the copy loops).
+struct ColumnRange {
+  int64_t lo, hi;
+};
+std::vector<ColumnRange> column_ranges(const Window2d& g) {
+  std::vector<ColumnRange> r;
+  for (int64_t kj = 0; kj < g.kw; ++kj) {
+    int64_t off = kj * g.dw - g.pw;  // ix = ox * sw + off
+    int64_t first = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+    int64_t end = g.w - 1 - off >= 0 ? (g.w - 1 - off) / g.sw + 1 : 0;
+    int64_t lo = std::min(first, g.ow);
+    r.push_back({lo, std::clamp(end, lo, g.ow)});
+  }
+  return r;
+}
+
+// The pixels [p0, p1) of a block as runs along output rows: row oy, columns [ox0, ox1).
+struct Run {
+  int64_t oy, ox0, ox1;
+};
+
+// The block's im2col columns, K rows of p1 - p0 pixels, from the group's input planes xg:
+// the input under each pixel's window position, 0 in the padding.
+void im2col_block(const float* xg, const Window2d& g, const ColumnRange* ranges, int64_t p0, int64_t p1, float* cols,
+                  std::vector<Run>& runs) {
+  runs.clear();
+  for (int64_t p = p0; p < p1;) {
+    int64_t oy = p / g.ow, ox0 = p % g.ow, ox1 = std::min(g.ow, ox0 + (p1 - p));
+    runs.push_back({oy, ox0, ox1});
+    p += ox1 - ox0;
+  }
+  float* d = cols;
+  for (int64_t ci = 0; ci < g.cg(); ++ci) {
+    const float* plane = xg + ci * g.h * g.w;
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        int64_t off = kj * g.dw - g.pw;
+        for (const Run& r : runs) {
+          int64_t iy = r.oy * g.sh - g.ph + ki * g.dh;
+          int64_t lo = std::clamp(ranges[kj].lo, r.ox0, r.ox1), hi = std::clamp(ranges[kj].hi, lo, r.ox1);
+          if (iy < 0 || iy >= g.h) hi = lo;  // the whole run is padding
+          std::fill(d, d + (lo - r.ox0), 0.0f);
+          float* dv = d + (lo - r.ox0);
+          if (hi > lo) {
+            const float* src = plane + iy * g.w + lo * g.sw + off;
+            if (g.sw == 1)
+              for (int64_t i = 0; i < hi - lo; ++i) dv[i] = src[i];
+            else
+              for (int64_t i = 0; i < hi - lo; ++i) dv[i] = src[i * g.sw];
+          }
+          std::fill(dv + (hi - lo), d + (r.ox1 - r.ox0), 0.0f);
+          d += r.ox1 - r.ox0;
+        }
+      }
+  }
+}
+
+// Adds bias[o] to rows o of the block C (rows x cols, row stride ldc).
+void add_bias(float* c, int64_t ldc, const float* bias, int64_t rows, int64_t cols) {
+  for (int64_t o = 0; o < rows; ++o) {
+    float b = bias[o];
+    float* r = c + o * ldc;
+    for (int64_t j = 0; j < cols; ++j) r[j] += b;
+  }
+}
+
+// conv2d_f32 and conv2d_1x1_f32: units (n, group, pixel block, channel block), channel
+// block fastest, so that a core's consecutive units share the columns.
+LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                          const Window2d& g) {
+  blas_single_threaded();
+  const int64_t K = g.k(), P = g.pixels(), OCg = g.ocg();
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  const int64_t PB = pixel_block(K, P);
+  const int64_t pblocks = (P + PB - 1) / PB, oblocks = (OCg + kChannelBlock - 1) / kChannelBlock;
+  LaunchSpec spec;
+  spec.name = direct ? "conv2d_1x1_f32" : "conv2d_f32";
+  spec.work = g.n * g.groups * pblocks * oblocks;
+  int64_t unit_flops = 2 * std::min(OCg, kChannelBlock) * K * PB;
+  spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / std::max<int64_t>(unit_flops, 1));
+  spec.flops = 2 * g.n * g.oc * P * K + (bias ? out.numel() : 0);
+  spec.bytes = x.nbytes() + weight.nbytes() + out.nbytes() + (bias ? bias->nbytes() : 0);
+  const float* xp = x.data<float>();
+  const float* wp = weight.data<float>();
+  const float* bp = bias ? bias->data<float>() : nullptr;
+  float* op = out.data<float>();
+  std::vector<ColumnRange> ranges = column_ranges(g);
+  spec.body = [=](int64_t begin, int64_t end) {
+    float* cols = direct ? nullptr : cols_buffer(size_t(K * PB));
+    std::vector<Run> runs;
+    int64_t built = -1;  // the (n, group, pixel block) whose columns are in `cols`
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t ob = u % oblocks, key = u / oblocks, pb = key % pblocks, ng = key / pblocks;
+      int64_t n = ng / g.groups, grp = ng % g.groups;
+      int64_t p0 = pb * PB, p1 = std::min(P, p0 + PB), o0 = ob * kChannelBlock, o1 = std::min(OCg, o0 + kChannelBlock);
+      const float* xg = xp + (n * g.c + grp * g.cg()) * g.h * g.w;  // the group's first input plane
+      const float* b_mat = xg + p0;
+      int64_t ldb = P;
+      if (!direct) {
+        if (key != built) im2col_block(xg, g, ranges.data(), p0, p1, cols, runs), built = key;
+        b_mat = cols;
+        ldb = p1 - p0;
+      }
+      int64_t oc0 = grp * OCg + o0;
+      float* c = op + (n * g.oc + oc0) * P + p0;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(o1 - o0), int(p1 - p0), int(K), 1.0f, wp + oc0 * K,
+                  int(K), b_mat, int(ldb), 0.0f, c, int(P));
+      if (bp) add_bias(c, P, bp + oc0, o1 - o0, p1 - p0);
+    }
+  };
+  return spec;
+}
+
+// conv2d_depthwise_f32: a unit is one output plane (n, o), from input channel
+// o / (oc / c); each tap adds w * (a shifted input row) to the output row.
+LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                          const Window2d& g) {
+  const int64_t P = g.pixels(), taps = g.kh * g.kw, mult = g.ocg();
+  LaunchSpec spec;
+  spec.name = "conv2d_depthwise_f32";
+  spec.work = g.n * g.oc;
+  // Scalar-ish loops: a quarter of the gemm kernels' threshold is worth a core.
+  spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / 4 / std::max<int64_t>(2 * P * taps, 1));
+  spec.flops = 2 * g.n * g.oc * P * taps + (bias ? out.numel() : 0);
+  spec.bytes = x.nbytes() + weight.nbytes() + out.nbytes() + (bias ? bias->nbytes() : 0);
+  const float* xp = x.data<float>();
+  const float* wp = weight.data<float>();
+  const float* bp = bias ? bias->data<float>() : nullptr;
+  float* op = out.data<float>();
+  std::vector<ColumnRange> ranges = column_ranges(g);
+  spec.body = [=](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t n = u / g.oc, o = u % g.oc;
+      const float* plane = xp + (n * g.c + o / mult) * g.h * g.w;
+      const float* w = wp + o * taps;
+      float* y = op + u * P;
+      float b = bp ? bp[o] : 0.0f;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        float* yr = y + oy * g.ow;
+        std::fill(yr, yr + g.ow, b);
+        for (int64_t ki = 0; ki < g.kh; ++ki) {
+          int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int64_t kj = 0; kj < g.kw; ++kj) {
+            int64_t lo = ranges[kj].lo, n = ranges[kj].hi - lo;
+            if (n == 0) continue;
+            float* __restrict yv = yr + lo;
+            const float* __restrict src = plane + iy * g.w + lo * g.sw + (kj * g.dw - g.pw);
+            float wv = w[ki * g.kw + kj];
+            if (g.sw == 1)  // unit stride: the loop vectorizes
+              for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i];
+            else
+              for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i * g.sw];
+          }
+        }
+      }
+    }
+  };
+  return spec;
+}
+
+}  // namespace
+
+LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                       const Window2d& g) {
+  if (g.cg() == 1 && g.groups > 1) return depthwise_spec(out, x, weight, bias, g);
+  return gemm_conv_spec(out, x, weight, bias, g);
+}
+
+}  // namespace opscope::cpu_kernels

@@ -1,0 +1,24 @@
+// 2-d convolution (NCHW, f32) on the CPU device's cores, in one launch each:
+//  conv2d_f32            im2col + sgemm: a work unit writes the columns of a block of
+//                        output pixels (K = C/groups x KH x KW rows) into its core's buffer
+//                        (about half of L2) and multiplies a block of output channels with them
+//                        (OpenBLAS, single-threaded as in matmul); the next unit of the same
+//                        pixel block reuses the columns.
+//  conv2d_1x1_f32        a 1x1 window, stride 1, no padding: the input planes are already
+//                        the columns, so sgemm reads them in place.
+//  conv2d_depthwise_f32  one input channel per group (mobilenet's depthwise layers): a
+//                        direct loop per output plane, where a one-row gemm would waste sgemm.
+// The bias is added to each block while it is in cache.
+#pragma once
+#include "opscope/kernels/window2d.h"
+#include "opscope/runtime/launch.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope::cpu_kernels {
+
+// out (n, oc, oh, ow) = conv(x (n, c, h, w), weight (oc, c / groups, kh, kw)) + bias (oc),
+// all f32 and contiguous; bias may be null. `g` is the validated geometry (the op's).
+LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                       const kernels::Window2d& g);
+
+}  // namespace opscope::cpu_kernels
