@@ -76,7 +76,7 @@ void copy_into(const Tensor& dst, const Tensor& src);
 // The boxed fallback: torch's CPU kernel on the device's memory (fallback.cpp).
 void cpu_fallback(const c10::OperatorHandle& op, Stack* stack);
 
-// ---- the kernels (ops_math.cpp, ops_nn.cpp); registered by native_functions.cpp ----
+// ---- the kernels (ops_math.cpp, ops_nn.cpp, ops_conv.cpp); registered by native_functions.cpp ----
 enum class Binary : uint8_t { add, sub, mul, div, pow, maximum, minimum };
 enum class Unary : uint8_t {
   neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu, hardswish, hardsigmoid
@@ -97,6 +97,9 @@ template <Form F> void mm_kernel(const c10::OperatorHandle& op, Stack* s);   // 
 template <Form F> void addmm_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void softmax_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void cat_kernel(const c10::OperatorHandle& op, Stack* s);
+// convolution and convolution_overrideable (2-d; the rest falls back as convolution).
+void convolution_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void max_pool2d_kernel(const c10::OperatorHandle& op, Stack* s);
 void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void embedding_kernel(const c10::OperatorHandle& op, Stack* s);

@@ -125,10 +125,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat", boxed<cat_kernel<F::functional>>());
   m.impl("cat.out", boxed<cat_kernel<F::out>>());
 
-  // ---- torch's CPU kernel, explicitly: these have defaults that throw for a new backend
-  // (convolution_overrideable) where the fallback would otherwise catch them ----
-  m.impl("convolution", boxed<cpu_fallback>());
-  m.impl("convolution_overrideable", boxed<cpu_fallback>());
+  // ---- CNN windows (ops_conv.cpp): nn.Conv2d and F.conv2d reach convolution (registered
+  // here, it overrides torch's composite, which would call _convolution and then
+  // convolution_overrideable); 1-d, 3-d and transposed ones fall back to torch's CPU
+  // convolution. max_pool2d (composite) calls max_pool2d_with_indices off the CPU ----
+  m.impl("convolution", boxed<convolution_kernel>());
+  m.impl("convolution_overrideable", boxed<convolution_kernel>());
+  m.impl("max_pool2d_with_indices", boxed<max_pool2d_kernel<F::functional>>());
+  m.impl("max_pool2d_with_indices.out", boxed<max_pool2d_kernel<F::out>>());
+
+  // ---- torch's CPU kernel, explicitly: its composite would call
+  // convolution_backward_overrideable, which throws for a new backend ----
+  m.impl("convolution_backward", boxed<cpu_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(boxed<cpu_fallback>()); }
