@@ -125,6 +125,8 @@ TEST(Conv2d, Depthwise) {
   check_conv({2, 6, 9, 7, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 6});           // mobilenet's 3x3
   check_conv({1, 4, 11, 12, 4, 5, 5, {2, 2}, {2, 2}, {1, 1}, 4, false});  // 5x5 stride 2
   check_conv({1, 3, 8, 8, 6, 3, 3, {1, 2}, {0, 1}, {2, 1}, 3});           // channel multiplier 2, dilation
+  check_conv({2, 5, 7, 6, 10, 3, 3, {1, 1}, {2, 1}, {2, 1}, 5});          // stride 1: the padded-plane path
+  check_conv({1, 4, 3, 5, 4, 5, 5, {1, 1}, {2, 2}, {1, 1}, 4, false});    // a window larger than the plane
 }
 
 // More channels and pixels than one block of the im2col kernel: 130 output channels are

@@ -16,7 +16,7 @@ namespace {
 using kernels::Window2d;
 
 constexpr int64_t kColsBytes = 512 << 10;           // a core's column buffer: about half of L2
-constexpr int64_t kMinPixels = 128;                  // narrower gemms waste sgemm (16 pixels ran 4x slower)
+constexpr int64_t kMinPixels = 128;                  // narrower: more sgemm calls, each packing its weights again
 constexpr int64_t kChannelBlock = 64;               // output channels per work unit (matmul's row block)
 constexpr int64_t kMinFlopsPerCore = int64_t(1) << 21;  // below this a second core costs more than it helps
 
@@ -151,15 +151,60 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   return spec;
 }
 
-// conv2d_depthwise_f32: a unit is one output plane (n, o), from input channel
-// o / (oc / c); each tap adds w * (a shifted input row) to the output row.
+// One depthwise output plane y from its input plane, row by row: each tap adds
+// w * (a shifted input row) to the output row. Any stride; short rows make short loops.
+void depthwise_rows(const float* plane, const float* w, float b, float* y, const Window2d& g,
+                    const ColumnRange* ranges) {
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    float* yr = y + oy * g.ow;
+    std::fill(yr, yr + g.ow, b);
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+      if (iy < 0 || iy >= g.h) continue;
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        int64_t lo = ranges[kj].lo, n = ranges[kj].hi - lo;
+        if (n == 0) continue;
+        float* __restrict yv = yr + lo;
+        const float* __restrict src = plane + iy * g.w + lo * g.sw + (kj * g.dw - g.pw);
+        float wv = w[ki * g.kw + kj];
+        if (g.sw == 1)  // unit stride: the loop vectorizes
+          for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i];
+        else
+          for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i * g.sw];
+      }
+    }
+  }
+}
+
+// Stride 1: the plane is copied into a zero-padded buffer (rows of wp = w + 2 pw, and a
+// tail that keeps every tap's reads inside), and each tap adds w * (the buffer shifted
+// by the tap) to a wide output of oh rows of wp, the columns past ow being scratch: one
+// long unit-stride loop per tap even for mobilenet's 7x7 planes.
+void depthwise_wide(const float* plane, const float* w, float b, float* y, const Window2d& g, float* buf) {
+  const int64_t wp = g.w + 2 * g.pw, padded = (g.h + 2 * g.ph) * wp + (g.kw - 1) * g.dw, n = g.oh * wp;
+  float* xp = buf;
+  float* yw = buf + padded;
+  std::fill(xp, xp + padded, 0.0f);
+  for (int64_t iy = 0; iy < g.h; ++iy) std::copy(plane + iy * g.w, plane + (iy + 1) * g.w, xp + (iy + g.ph) * wp + g.pw);
+  std::fill(yw, yw + n, b);
+  for (int64_t ki = 0; ki < g.kh; ++ki)
+    for (int64_t kj = 0; kj < g.kw; ++kj) {
+      float* __restrict acc = yw;
+      const float* __restrict src = xp + ki * g.dh * wp + kj * g.dw;
+      float wv = w[ki * g.kw + kj];
+      for (int64_t i = 0; i < n; ++i) acc[i] += wv * src[i];
+    }
+  for (int64_t oy = 0; oy < g.oh; ++oy) std::copy(yw + oy * wp, yw + oy * wp + g.ow, y + oy * g.ow);
+}
+
+// conv2d_depthwise_f32: a unit is one output plane (n, o), from input channel o / (oc / c).
 LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
                           const Window2d& g) {
   const int64_t P = g.pixels(), taps = g.kh * g.kw, mult = g.ocg();
   LaunchSpec spec;
   spec.name = "conv2d_depthwise_f32";
   spec.work = g.n * g.oc;
-  // Scalar-ish loops: a quarter of the gemm kernels' threshold is worth a core.
+  // Vector loops over a plane at a time: a quarter of the gemm kernels' threshold is worth a core.
   spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / 4 / std::max<int64_t>(2 * P * taps, 1));
   spec.flops = 2 * g.n * g.oc * P * taps + (bias ? out.numel() : 0);
   spec.bytes = x.nbytes() + weight.nbytes() + out.nbytes() + (bias ? bias->nbytes() : 0);
@@ -167,33 +212,17 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   const float* wp = weight.data<float>();
   const float* bp = bias ? bias->data<float>() : nullptr;
   float* op = out.data<float>();
+  const bool wide = g.sh == 1 && g.sw == 1;
+  const int64_t buf_size = wide ? (g.h + 2 * g.ph) * (g.w + 2 * g.pw) + (g.kw - 1) * g.dw + g.oh * (g.w + 2 * g.pw) : 0;
   std::vector<ColumnRange> ranges = column_ranges(g);
   spec.body = [=](int64_t begin, int64_t end) {
+    float* buf = wide ? cols_buffer(size_t(buf_size)) : nullptr;
     for (int64_t u = begin; u < end; ++u) {
       int64_t n = u / g.oc, o = u % g.oc;
       const float* plane = xp + (n * g.c + o / mult) * g.h * g.w;
-      const float* w = wp + o * taps;
-      float* y = op + u * P;
       float b = bp ? bp[o] : 0.0f;
-      for (int64_t oy = 0; oy < g.oh; ++oy) {
-        float* yr = y + oy * g.ow;
-        std::fill(yr, yr + g.ow, b);
-        for (int64_t ki = 0; ki < g.kh; ++ki) {
-          int64_t iy = oy * g.sh - g.ph + ki * g.dh;
-          if (iy < 0 || iy >= g.h) continue;
-          for (int64_t kj = 0; kj < g.kw; ++kj) {
-            int64_t lo = ranges[kj].lo, n = ranges[kj].hi - lo;
-            if (n == 0) continue;
-            float* __restrict yv = yr + lo;
-            const float* __restrict src = plane + iy * g.w + lo * g.sw + (kj * g.dw - g.pw);
-            float wv = w[ki * g.kw + kj];
-            if (g.sw == 1)  // unit stride: the loop vectorizes
-              for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i];
-            else
-              for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i * g.sw];
-          }
-        }
-      }
+      if (wide) depthwise_wide(plane, wp + o * taps, b, op + u * P, g, buf);
+      else depthwise_rows(plane, wp + o * taps, b, op + u * P, g, ranges.data());
     }
   };
   return spec;
