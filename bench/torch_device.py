@@ -92,7 +92,7 @@ def main():
         stats = opscope.fallback_stats()
         fb_ms = sum(s["time_ms"] for s in stats.values()) / reps
         top = sorted(stats.items(), key=lambda kv: -kv[1]["time_ms"])[:3]
-        where = ", ".join(f"{k} {v['time_ms'] / reps:.1f} ms" for k, v in top)
+        where = ", ".join(f"{k} {v['time_ms'] / reps:.1f} ms" for k, v in top) or "none"
         print(f"{name} 1x3x{size}x{size}: cpu {cpu_t * 1e3:.1f} ms, opscope {dev_t * 1e3:.1f} ms (best of {reps}) -> "
               f"opscope/cpu time {dev_t / cpu_t:.2f}x; fallbacks (synchronize + torch CPU kernel) {fb_ms:.1f} ms "
               f"per forward on average: {where}")
