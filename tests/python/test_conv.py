@@ -78,6 +78,18 @@ def test_other_convolutions_fall_back_and_match(dev, no_fallback_warnings, call)
     check(got, call(x), torch.float32)
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_overrideable_runs_natively_or_falls_back_as_convolution(dev, no_fallback_warnings, transposed):
+    # torch._convolution reaches convolution_overrideable on PrivateUse1, whose CPU kernel throws.
+    def f(x, w):
+        return torch._convolution(x, w, None, [1, 1], [1, 1], [1, 1], transposed, [0, 0], 1, False, False, True, True)
+
+    x, w = rand(1, 3, 8, 8), rand(3, 2, 3, 3) if transposed else rand(4, 3, 3, 3)
+    got = f(x.to(dev), w.to(dev))
+    assert set(fallbacks()) == ({"aten::convolution"} if transposed else set())
+    check(got, f(x, w), torch.float32)
+
+
 def test_conv_backward_runs_through_the_fallback(dev, no_fallback_warnings):
     x, w, b = rand(2, 3, 7, 7), rand(4, 3, 3, 3), rand(4)
     grads = []
