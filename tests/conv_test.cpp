@@ -268,7 +268,7 @@ TEST(MaxPool2d, MatchesTheDefinition) {
   }
 }
 
-TEST(MaxPool2d, NanWinsAndNonContiguousInput) {
+TEST(MaxPool2d, NanWinsAllMinusInfinityAndNonContiguousInput) {
   std::vector<float> v = {1, 5, 2, 0, NAN, 3, 4, -1, 7, 8, 9, 6};
   auto [y, idx] = max_pool2d_with_indices(from_host(v, {1, 1, 3, 4}), {3, 2}, {1, 2});
   std::vector<float> got = y.to_float_vector();
@@ -276,6 +276,10 @@ TEST(MaxPool2d, NanWinsAndNonContiguousInput) {
   EXPECT_TRUE(std::isnan(got[0])) << got[0];  // torch propagates NaN
   EXPECT_EQ(got[1], 9.0f);
   EXPECT_EQ(idx.to_vector<int64_t>(), (std::vector<int64_t>{4, 10}));
+  // Nothing beats -inf: each index is the window's first position inside the input, as torch's.
+  auto [yi, ii] = max_pool2d_with_indices(full({1, 1, 4, 4}, -INFINITY), {3, 3}, {2, 2}, {1, 1});
+  EXPECT_EQ(yi.to_float_vector(), std::vector<float>(4, -INFINITY));
+  EXPECT_EQ(ii.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 4, 5}));
   Tensor xt = randn({1, 2, 6, 5}, 3).transpose(2, 3);
   EXPECT_EQ(max_pool2d(xt, {2, 2}, {2, 2}).to_float_vector(),
             max_pool2d(xt.contiguous(), {2, 2}, {2, 2}).to_float_vector());

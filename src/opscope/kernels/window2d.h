@@ -31,4 +31,14 @@ inline int64_t window_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int6
   return out;
 }
 
+// The output columns [lo, hi) for which window column kj reads inside the input:
+// 0 <= ox * sw - pw + kj * dw < w (lo == hi when none does).
+inline void window_columns(const Window2d& g, int64_t kj, int64_t& lo, int64_t& hi) {
+  int64_t off = kj * g.dw - g.pw;
+  int64_t first = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+  int64_t end = g.w - 1 - off >= 0 ? (g.w - 1 - off) / g.sw + 1 : 0;
+  lo = first < g.ow ? first : g.ow;
+  hi = end < lo ? lo : end > g.ow ? g.ow : end;
+}
+
 }  // namespace opscope::kernels

@@ -43,14 +43,8 @@ struct ColumnRange {
   int64_t lo, hi;
 };
 std::vector<ColumnRange> column_ranges(const Window2d& g) {
-  std::vector<ColumnRange> r;
-  for (int64_t kj = 0; kj < g.kw; ++kj) {
-    int64_t off = kj * g.dw - g.pw;  // ix = ox * sw + off
-    int64_t first = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
-    int64_t end = g.w - 1 - off >= 0 ? (g.w - 1 - off) / g.sw + 1 : 0;
-    int64_t lo = std::min(first, g.ow);
-    r.push_back({lo, std::clamp(end, lo, g.ow)});
-  }
+  std::vector<ColumnRange> r(size_t(g.kw));
+  for (int64_t kj = 0; kj < g.kw; ++kj) kernels::window_columns(g, kj, r[size_t(kj)].lo, r[size_t(kj)].hi);
   return r;
 }
 
