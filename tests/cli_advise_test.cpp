@@ -43,6 +43,13 @@ class CliAdvise : public ::testing::Test {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// The command's output as JSON; when it is not, the failure shows what was printed.
+json parse_output(const CliResult& r) {
+  json doc = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) ADD_FAILURE() << "not JSON (exit " << r.status << "):\n" << r.out;
+  return doc;
+}
+
 }  // namespace
 
 TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
@@ -55,7 +62,8 @@ TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
 
   CliResult j = run_opscope({"advise", (dir / "llama" / "eager").string(), "--json", "--limit", "3"});
   ASSERT_EQ(j.status, 0) << j.out;
-  json doc = json::parse(j.out);
+  json doc = parse_output(j);
+  ASSERT_FALSE(doc.is_discarded());
   ASSERT_EQ(doc["suggestions"].size(), 3u);
   // The tiny decoder's kernels run in microseconds while the host launches each op, so the
   // device waits for it between kernels. How much of the span that is depends on how the
@@ -85,7 +93,8 @@ TEST_F(CliAdvise, VerifyCompilesTheRegionsAndReportsPredictedAndRealized) {
   CliResult r = run_opscope({"advise", (dir / "llama" / "eager").string(), "--verify", "--top", "3", "--reps", "1",
                              "--json"});
   ASSERT_EQ(r.status, 0) << r.out;
-  json v = json::parse(r.out);
+  json v = parse_output(r);
+  ASSERT_FALSE(v.is_discarded());
   ASSERT_FALSE(v["checks"].empty()) << r.out;
   for (auto& c : v["checks"]) {
     EXPECT_TRUE(c["region"] == "rms_norm" || c["region"] == "rope" || c["region"] == "swiglu" ||
@@ -155,7 +164,8 @@ TEST_F(CliAdvise, VerifyReRunsTheRmsNormCaseStudy) {
   // preempted and invert the eager/compiled order by itself.
   CliResult r = run_opscope({"advise", (dir / "rms" / "naive").string(), "--verify", "--reps", "5", "--json"});
   ASSERT_EQ(r.status, 0) << r.out;
-  json v = json::parse(r.out);
+  json v = parse_output(r);
+  ASSERT_FALSE(v.is_discarded());
   EXPECT_EQ(v["workload"], "RMSNorm 8x64 f32, 2 calls per run");
   ASSERT_EQ(v["checks"].size(), 2u) << r.out;
   EXPECT_EQ(v["checks"][0]["region"], "rms_norm");
