@@ -180,6 +180,8 @@ TEST_F(CliAdvise, TableReadsTheRooflineAgainstASavedProbe) {
   EXPECT_GT(peaks["stream_gbps"].get<double>(), 0);
   EXPECT_FALSE(peaks["levels"].empty());
   EXPECT_TRUE(peaks.contains("spread"));
+  EXPECT_GT(peaks["fused_math"]["ns_per_element"]["silu"].get<double>(), 0) << peaks;  // generated kernels' math
+  EXPECT_TRUE(has(r.out, "generated kernels' math")) << r.out;
 
   const std::string naive = (dir / "rms" / "naive").string();
   CliResult own = run_opscope({"table", naive, "--wide"});
