@@ -322,6 +322,39 @@ TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
   EXPECT_NE(small.suggestions[0].rate_from.find("in cache"), std::string::npos);
 }
 
+// The fused kernel's math is what the generated code spends on it, as the profile's
+// device peaks carry it (compiler/math_probe.h), not the eager kernel's time: here the
+// eager silu spent 10 µs on 1024 elements, the generated code 2 ns per element.
+TEST(Advise, PricesTheFusedKernelsMathAtTheGeneratedCodesCost) {
+  auto build = [](const std::string& peaks) {
+    Builder b;
+    b.t.tracks.resize(2);
+    b.t.config_json = peaks;
+    uint64_t mlp = b.scope(EventKind::range, "mlp", 0);
+    b.op("silu", mlp, 11000, 8192, "[(8, 128) f32]", 4096);
+    b.op("mul", mlp, 2000, 12288, "[(8, 128) f32, (8, 128) f32]", 4096);
+    b.op("matmul", 0, 50000, 1 << 20, "[(8, 64) f32, (64, 128) f32]", 4096);
+    for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
+    return advisor::advise(b.t);
+  };
+  advisor::Advice eager = build("");
+  advisor::Advice gen = build(R"({"device_peaks": {"fused_math": {"ns_per_element": {"silu": 2.0}}}})");
+  ASSERT_EQ(gen.suggestions.size(), 1u) << gen.table();
+  const advisor::Suggestion& s = gen.suggestions[0];
+  // No memory roof in these peaks: the fused bytes (12288) stream at mul's rate, in
+  // mul's own time past its launch.
+  const double c = gen.launch_cost_ns, stream = 2000 - c;
+  EXPECT_NEAR(s.compute_ns, 1024 * 2.0, 1e-6);  // one core: the launch had one slice
+  EXPECT_NEAR(s.predicted_fused_ns(), c + std::max(stream, 1024 * 2.0), 1);
+  EXPECT_NE(s.math_from.find("silu 2.00 ns"), std::string::npos) << s.math_from;
+  EXPECT_NE(gen.table().find("math at the generated code's cost"), std::string::npos) << gen.table();
+  // Without the measurement: the eager silu's own compute, so far less saved.
+  ASSERT_EQ(eager.suggestions.size(), 1u);
+  EXPECT_TRUE(eager.suggestions[0].math_from.empty());
+  EXPECT_GT(eager.suggestions[0].compute_ns, 4 * s.compute_ns);
+  EXPECT_GT(s.predicted_saved_ns, eager.suggestions[0].predicted_saved_ns + 5000);
+}
+
 // Gaps with no kernel running, ended by a launch the host submitted after the gap
 // began, are idle time the host caused; a kernel queued ahead of time is not.
 TEST(Advise, MeasuresTheDevicesWaitForTheHost) {

@@ -1,6 +1,7 @@
 #include "opscope/advisor/advise.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -9,6 +10,8 @@
 
 #include "opscope/advisor/op_kinds.h"
 #include "opscope/advisor/patterns.h"
+#include "opscope/advisor/pricing.h"
+#include "opscope/advisor/region_kernels.h"
 #include "opscope/core/error.h"
 #include "opscope/profiler/roofline.h"
 
@@ -23,6 +26,7 @@ struct Op {
   const TraceEvent* ev;
   int64_t device_ns = 0, bytes = 0, launches = 0, out_bytes = 0;
   int64_t fanned = 0;  // launches that ran on more than one core
+  int64_t slices = 0;  // their slices: one per core a launch ran on
   uint64_t range = 0;  // the innermost enclosing range instance: a chain ends where it does
 };
 
@@ -32,12 +36,6 @@ bool same_block(int64_t p, int64_t b) {
   if (p == b) return true;
   int64_t slack = p <= (int64_t(1) << 20) ? 512 : (int64_t(2) << 20);
   return p > b && p - b < slack;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -54,6 +52,8 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     roof.levels.clear();
   }
   adv.peak_gbps = roof.peak_gbps;
+  const std::map<std::string, double> math_ns =
+      generated_math_ns(options.peaks_json.empty() ? profile_peaks(trace) : options.peaks_json);
 
   // Framework scopes by id, launches as spans of their slices.
   std::unordered_map<uint64_t, const TraceEvent*> scopes;
@@ -128,6 +128,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     o.bytes += bytes;
     o.launches++;
     o.fanned += l.slices > 1;
+    o.slices += l.slices;
   }
   if (adv.total_device_ns == 0 || adv.kernels == 0)
     fail("advise", "the profile has no device time (were the runtime and device layers recorded?)");
@@ -145,9 +146,9 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
                                        "rates, and the predictions priced with them, read low",
                                        100 * roof.spread));
 
-  // The streaming rate for `ws` bytes with ordinary stores (as opscope's kernels, fused
-  // ones too, write): the probe's at that size, else (no peaks) `fallback`.
-  auto rate_at = [&](double ws, double fallback) { return roof.peak_gbps > 0 ? roof.store_gbps_at(ws) : fallback; };
+  // The streaming rate of a kernel moving `ws` bytes (pricing.h): the probe's at that
+  // size, else (no peaks) `fallback`.
+  auto rate_at = [&](double ws, double fallback) { return roof.peak_gbps > 0 ? kernel_store_gbps(roof, ws) : fallback; };
 
   // Launch cost: the fixed part of a launch's device time. Each launch's span less its
   // bytes at the rate for their size leaves that part; the median over small launches
@@ -307,11 +308,22 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       if (work > 0) best_op = std::max(best_op, double(o->bytes) / work);
     }
     // Each op took c + max(bytes / rate, compute) per launch, at the rate for its own
-    // working set; a math op's rest past its bytes is compute, which the fused kernel
-    // keeps and overlaps with its streaming:  fused = c + max(fused bytes / rate, Σ compute).
+    // working set; a math op's rest past its bytes is compute. The fused kernel still
+    // does the math, overlapped with its streaming:  fused = c + max(fused bytes / rate,
+    // Σ compute). Its math is the generated code's (compiler/math_probe, carried by the
+    // peaks) where measured: not the eager kernel's code, and not its time.
     double compute = 0;
+    std::vector<std::string> generated;
     for (const Op* o : chain) {
       if (!math_op(o->ev->name)) continue;  // streaming ops: their time is their bytes
+      const int64_t elems = largest_input_numel(o->ev->shapes);
+      auto m = math_ns.find(std::string(base_op(o->ev->name)));
+      if (m != math_ns.end() && elems > 0) {
+        double cores = o->launches ? std::max(1.0, double(o->slices) / double(o->launches)) : 1.0;
+        compute += double(elems) * m->second / cores;
+        generated.push_back(fmt::format("{} {:.2f} ns", base_op(o->ev->name), m->second));
+        continue;
+      }
       double work = std::max(double(o->device_ns) - fixed_of(o), 0.0);
       double per_launch = o->launches ? double(o->bytes) / double(o->launches) : 0;
       double bw = rate_at(per_launch, best_op);
@@ -354,8 +366,11 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       else
         g.rate_from = fmt::format("the probe's streaming rate at a {} working set (in cache)", format_bytes(double(fused)));
       g.bandwidth_gbps = rate;
+      if (!generated.empty())
+        g.math_from = fmt::format("math at the generated code's cost per element and core ({})", fmt::join(generated, ", "));
     }
     g.occurrences++;
+    g.compute_ns += compute;
     g.launches += n;
     g.device_ns += dev;
     g.bytes += bytes;
