@@ -329,7 +329,29 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       double bw = rate_at(per_launch, best_op);
       compute += std::max(0.0, work - (bw > 0 ? double(o->bytes) / bw : 0));
     }
+    // The fused kernel walks the chain's domain (its largest input) as the ops over that
+    // domain did: an operand broadcast along rows makes a row loop, a transposed view a
+    // strided one. It streams no faster than the slowest of those streaming ops moved
+    // its bytes past its launch cost (a broadcast add ran at 75% of the probe's rate;
+    // the fused scale-mask kernel, the same loop, ran at the add's). Only ops that spent
+    // at least their launch cost moving data: a shorter op's rest is noise around it.
+    int64_t domain = 0;
+    for (const Op* o : chain) domain = std::max(domain, largest_input_numel(o->ev->shapes));
+    double slowest = 0;
+    std::string slowest_op;
+    for (const Op* o : chain) {
+      if (math_op(o->ev->name) || domain == 0 || largest_input_numel(o->ev->shapes) != domain) continue;
+      double work = double(o->device_ns) - fixed_of(o);
+      if (work < fixed_of(o) || work <= 0 || o->bytes <= 0) continue;
+      double r = double(o->bytes) / work;
+      if (slowest == 0 || r < slowest) {
+        slowest = r;
+        slowest_op = std::string(base_op(o->ev->name));
+      }
+    }
     double rate = rate_at(double(fused), best_op);
+    const bool op_bound = slowest > 0 && (rate <= 0 || slowest < rate);
+    if (op_bound) rate = slowest;
     double fused_ns = (fans ? cf : c) + std::max(rate > 0 ? double(fused) / rate : 0, compute);
     double saved = std::clamp(double(dev) - fused_ns, 0.0, double(dev));
 
@@ -360,7 +382,10 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
                                 : fmt::format("compile the region '{}' (one generated kernel)", g.scope);
       }
       for (const Op* o : chain) g.example_ops.push_back(o->ev->id);
-      if (roof.peak_gbps <= 0) g.rate_from = "the best rate its ops reached (no device peaks in the profile)";
+      if (op_bound)
+        g.rate_from = fmt::format("the rate the chain's {} reached over the same domain (the kernel walks it alike)",
+                                  slowest_op);
+      else if (roof.peak_gbps <= 0) g.rate_from = "the best rate its ops reached (no device peaks in the profile)";
       else if (double(fused) >= (roof.levels.empty() ? 0 : roof.levels.back().working_set))
         g.rate_from = fmt::format("the probe's streaming rate beyond the caches ({} working set)", format_bytes(double(fused)));
       else

@@ -18,7 +18,10 @@
 //    - rate: the probe's streaming rate at the fused kernel's working set (its bytes:
 //      beyond the last-level cache, the DRAM rate; within it, the cache's; ordinary
 //      stores, pricing.h), from the profile's device_peaks (runtime/probe.h). A profile
-//      without peaks: the best rate any op of the chain reached past its fixed cost;
+//      without peaks: the best rate any op of the chain reached past its fixed cost.
+//      Never faster than the slowest streaming op over the chain's whole domain moved
+//      its bytes: the fused kernel walks that domain the same way (a broadcast operand
+//      makes a row loop, a transposed view a strided one);
 //    - compute: what each math op (exp, silu, div, ...) costs in the generated kernel,
 //      its elements at the generated code's cost per element and core that the peaks
 //      carry (compiler/math_probe.h); without that, the eager op's time past its launch
