@@ -270,6 +270,8 @@ TEST(Advise, NamesTheFusedOpAChainComputes) {
   EXPECT_EQ(name({"silu", "mul"}), "SiLU·mul (SwiGLU)");
   EXPECT_EQ(name({"pow", "mul", "add", "mul", "tanh", "add", "mul", "mul"}), "GELU (tanh)");
   EXPECT_EQ(name({"mul", "add"}, "softmax"), "attention scale-mask");
+  // Compiling attention fuses its scale and mask; its softmax stays a kernel of its own.
+  EXPECT_NE(known_op({"mul", "add"}, "softmax")->fix.find("softmax stays its own"), std::string::npos);
   EXPECT_EQ(known_op({"mul", "add"}), nullptr);  // x * a + b alone is no known op
   EXPECT_EQ(known_op({"add", "mul", "exp"}), nullptr);
 
