@@ -333,7 +333,8 @@ TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
 // Attention's scale and mask: a flat scale at the probe's rate, then a mask broadcast
 // over the heads, whose row loop streamed at half of it. The fused kernel runs the same
 // row loop: it is priced at the add's rate, not the probe's. A per-row op the chain
-// also runs (not over the whole domain) does not bound it.
+// also runs (not over the whole domain) does not bound it, nor does an occurrence whose
+// add the OS preempted: each op counts at its fastest occurrence.
 TEST(Advise, TheFusedKernelStreamsNoFasterThanItsOpsOverTheSameDomain) {
   Builder b;
   b.t.tracks.resize(2);
@@ -341,20 +342,27 @@ TEST(Advise, TheFusedKernelStreamsNoFasterThanItsOpsOverTheSameDomain) {
       {"working_set_bytes": 1048576, "gbps": 120.0, "store_gbps": 100.0},
       {"working_set_bytes": 134217728, "gbps": 30.0, "store_gbps": 25.0}]}})";
   const int64_t s = 32 * 128 * 128 * 4, m = 128 * 128 * 4;  // scores (32, 128, 128), mask (128, 128): f32 bytes
-  uint64_t attn = b.scope(EventKind::range, "llama_attention", 0);
-  b.op("mul", attn, 1000 + 2 * s / 100, 2 * s, "[(32, 128, 128) f32]", s);                          // 100 GB/s
-  b.op("add", attn, 1000 + (2 * s + m) / 50, 2 * s + m, "[(32, 128, 128) f32, (128, 128) f32]", s);  // 50 GB/s
-  b.op("mul", attn, 50000, 32768, "[(32, 128, 1) f32]", 16384);  // per row, and slow: not the domain's rate
-  b.op("softmax", attn, 50000, 2 * s, "[(32, 128, 128) f32]", s);
+  for (int64_t preempted : {1000000, 0, 0}) {
+    uint64_t attn = b.scope(EventKind::range, "llama_attention", 0);
+    b.op("mul", attn, 1000 + 2 * s / 100, 2 * s, "[(32, 128, 128) f32]", s);  // 100 GB/s
+    b.op("add", attn, 1000 + (2 * s + m) / 50 + preempted, 2 * s + m, "[(32, 128, 128) f32, (128, 128) f32]",
+         s);                                                       // 50 GB/s
+    b.op("mul", attn, 50000, 32768, "[(32, 128, 1) f32]", 16384);  // per row, and slow: not the domain's rate
+    b.op("softmax", attn, 50000, 2 * s, "[(32, 128, 128) f32]", s);
+  }
   for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 0, "[(5) f32]", 20);
   advisor::Advice a = advisor::advise(b.t);
   ASSERT_EQ(a.suggestions.size(), 1u) << a.table();
   const advisor::Suggestion& g = a.suggestions[0];
   ASSERT_NEAR(a.launch_cost_ns, 1000, 1);
   EXPECT_EQ(g.pattern, "mul → add → mul");
+  EXPECT_EQ(g.occurrences, 3);
   EXPECT_NEAR(g.bandwidth_gbps, 50.0, 0.1) << g.rate_from;  // not the probe's (78 GB/s at 4 MiB)
   EXPECT_NE(g.rate_from.find("add"), std::string::npos) << g.rate_from;
-  EXPECT_NEAR(g.predicted_fused_ns(), a.launch_cost_ns + double(g.fused_bytes) / g.bandwidth_gbps, 1);
+  // Three times the saving of an occurrence the OS left alone.
+  const double one = double(g.device_ns - 1000000) / 3;
+  const double fused = a.launch_cost_ns + double(g.fused_bytes) / 3 / g.bandwidth_gbps;
+  EXPECT_NEAR(g.predicted_saved_ns, 3 * (one - fused), 1);
 }
 
 // The fused kernel's math is what the generated code spends on it, as the profile's

@@ -254,9 +254,46 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     o.range = innermost_range(o.ev);
     by_track[o.ev->track].push_back(&o);
   }
+  // A chain's suggestion: its pattern and the ranges enclosing all its ops.
+  struct Key {
+    std::string pattern, context, scope;
+  };
+  auto key_of = [&](const std::vector<const Op*>& chain) {
+    std::vector<std::string_view> ctx = context_of(chain.front()->ev);
+    for (const Op* o : chain) {
+      std::vector<std::string_view> other = context_of(o->ev);
+      size_t k = 0;
+      while (k < ctx.size() && k < other.size() && ctx[k] == other[k]) ++k;
+      ctx.resize(k);
+    }
+    Key key;
+    for (auto s : ctx) key.context += (key.context.empty() ? "" : "/") + generalize(s);
+    for (const Op* o : chain) key.pattern += (key.pattern.empty() ? "" : " → ") + o->ev->name;
+    key.scope = ctx.empty() ? "" : std::string(ctx.back());
+    return key;
+  };
+  // The fused kernel walks the chain's domain (its largest input) as the ops over that
+  // domain did: an operand broadcast along rows makes a row loop, a transposed view a
+  // strided one. So it streams no faster than those streaming ops moved their bytes
+  // past their launch cost (a broadcast add ran at 75% of the probe's rate; the fused
+  // scale-mask kernel, the same loop, ran at the add's). The rate of op i of a chain,
+  // 0 for an op that does not count: one off the domain, a math op (its time is its
+  // math), one shorter than its launch cost (its rest is noise around that cost).
+  auto domain_rate = [&](const std::vector<const Op*>& chain, size_t i) {
+    int64_t domain = 0;
+    for (const Op* o : chain) domain = std::max(domain, largest_input_numel(o->ev->shapes));
+    const Op* o = chain[i];
+    if (math_op(o->ev->name) || domain == 0 || largest_input_numel(o->ev->shapes) != domain) return 0.0;
+    double work = double(o->device_ns) - fixed_of(o);
+    if (work < fixed_of(o) || work <= 0 || o->bytes <= 0) return 0.0;
+    return double(o->bytes) / work;
+  };
   std::map<std::pair<std::string, std::string>, Suggestion> groups;
   std::unordered_map<const Suggestion*, std::vector<double>> saved_of;  // per occurrence
-  auto process = [&](const std::vector<const Op*>& chain, const std::string& next) {
+  // One occurrence of a suggestion, priced; `bound`: the rate its ops over the domain
+  // reached (0: none), `bound_op` the op that reached it.
+  auto process = [&](const std::vector<const Op*>& chain, const std::string& next, double bound,
+                     const std::string& bound_op) {
     std::vector<std::string> names;
     int64_t dev = 0, bytes = 0, n = 0;
     for (const Op* o : chain) {
@@ -329,50 +366,19 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       double bw = rate_at(per_launch, best_op);
       compute += std::max(0.0, work - (bw > 0 ? double(o->bytes) / bw : 0));
     }
-    // The fused kernel walks the chain's domain (its largest input) as the ops over that
-    // domain did: an operand broadcast along rows makes a row loop, a transposed view a
-    // strided one. It streams no faster than the slowest of those streaming ops moved
-    // its bytes past its launch cost (a broadcast add ran at 75% of the probe's rate;
-    // the fused scale-mask kernel, the same loop, ran at the add's). Only ops that spent
-    // at least their launch cost moving data: a shorter op's rest is noise around it.
-    int64_t domain = 0;
-    for (const Op* o : chain) domain = std::max(domain, largest_input_numel(o->ev->shapes));
-    double slowest = 0;
-    std::string slowest_op;
-    for (const Op* o : chain) {
-      if (math_op(o->ev->name) || domain == 0 || largest_input_numel(o->ev->shapes) != domain) continue;
-      double work = double(o->device_ns) - fixed_of(o);
-      if (work < fixed_of(o) || work <= 0 || o->bytes <= 0) continue;
-      double r = double(o->bytes) / work;
-      if (slowest == 0 || r < slowest) {
-        slowest = r;
-        slowest_op = std::string(base_op(o->ev->name));
-      }
-    }
     double rate = rate_at(double(fused), best_op);
-    const bool op_bound = slowest > 0 && (rate <= 0 || slowest < rate);
-    if (op_bound) rate = slowest;
+    const bool op_bound = bound > 0 && (rate <= 0 || bound < rate);
+    if (op_bound) rate = bound;
     double fused_ns = (fans ? cf : c) + std::max(rate > 0 ? double(fused) / rate : 0, compute);
     double saved = std::clamp(double(dev) - fused_ns, 0.0, double(dev));
 
-    std::vector<std::string_view> ctx = context_of(chain.front()->ev);
-    for (const Op* o : chain) {
-      std::vector<std::string_view> other = context_of(o->ev);
-      size_t k = 0;
-      while (k < ctx.size() && k < other.size() && ctx[k] == other[k]) ++k;
-      ctx.resize(k);
-    }
-    std::string context;
-    for (auto s : ctx) context += (context.empty() ? "" : "/") + generalize(s);
-    std::string pattern;
-    for (auto& s : names) pattern += (pattern.empty() ? "" : " → ") + s;
-
-    Suggestion& g = groups[{pattern, context}];
+    const Key key = key_of(chain);
+    Suggestion& g = groups[{key.pattern, key.context}];
     if (!g.occurrences) {
       g.ops = names;
-      g.pattern = pattern;
-      g.context = context;
-      g.scope = ctx.empty() ? "" : std::string(ctx.back());
+      g.pattern = key.pattern;
+      g.context = key.context;
+      g.scope = key.scope;
       g.kind = classify(names);
       if (known) {
         g.known_op = known->name;
@@ -384,7 +390,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       for (const Op* o : chain) g.example_ops.push_back(o->ev->id);
       if (op_bound)
         g.rate_from = fmt::format("the rate the chain's {} reached over the same domain (the kernel walks it alike)",
-                                  slowest_op);
+                                  bound_op);
       else if (roof.peak_gbps <= 0) g.rate_from = "the best rate its ops reached (no device peaks in the profile)";
       else if (double(fused) >= (roof.levels.empty() ? 0 : roof.levels.back().working_set))
         g.rate_from = fmt::format("the probe's streaming rate beyond the caches ({} working set)", format_bytes(double(fused)));
@@ -402,11 +408,17 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     g.fused_bytes += fused;
     saved_of[&g].push_back(saved);
   };
+  // The chains found, by suggestion (pattern, context), with the op after each.
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::vector<const Op*>, std::string>>> found;
+  auto collect = [&](const std::vector<const Op*>& chain, const std::string& next) {
+    Key key = key_of(chain);
+    found[{key.pattern, key.context}].emplace_back(chain, next);
+  };
   // A chain, or with options.pattern each place the pattern occurs in it.
   auto close = [&](std::vector<const Op*>& chain, const std::string& next) {
     const auto& pat = options.pattern;
     if (pat.empty()) {
-      if (int(chain.size()) >= options.min_ops) process(chain, next);
+      if (int(chain.size()) >= options.min_ops) collect(chain, next);
     } else {
       for (size_t i = 0; i + pat.size() <= chain.size();) {
         bool match = true;
@@ -416,7 +428,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
           continue;
         }
         std::vector<const Op*> sub(chain.begin() + long(i), chain.begin() + long(i + pat.size()));
-        process(sub, i + pat.size() == chain.size() ? next : chain[i + pat.size()]->ev->name);
+        collect(sub, i + pat.size() == chain.size() ? next : chain[i + pat.size()]->ev->name);
         i += pat.size();
       }
     }
@@ -435,6 +447,21 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
       else close(chain, o->ev->name);
     }
     close(chain, "");
+  }
+  // Each suggestion's domain bound: per op, its fastest occurrence (a launch the OS
+  // preempted for another process reads slower, never faster); the slowest such op.
+  for (auto& [key, chains] : found) {
+    double bound = 0;
+    std::string bound_op;
+    for (size_t i = 0; i < chains.front().first.size(); ++i) {
+      double best = 0;
+      for (auto& [chain, next] : chains) best = std::max(best, domain_rate(chain, i));
+      if (best > 0 && (bound == 0 || best < bound)) {
+        bound = best;
+        bound_op = std::string(base_op(chains.front().first[i]->ev->name));
+      }
+    }
+    for (auto& [chain, next] : chains) process(chain, next, bound, bound_op);
   }
   // Occurrences × the median occurrence's saving (a launch the OS preempted for another
   // process would otherwise add its wait to the prediction), at most their sum.
