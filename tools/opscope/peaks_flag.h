@@ -17,9 +17,10 @@
 namespace opscope::cli {
 
 // `peaks_json` with the generated kernels' math costs added (unchanged when the compiler
-// could not build them).
+// could not build them). Each probe kernel runs for some 15 µs: four times the device
+// probe's repeats cost little and keep a busy machine's preemptions out of the best.
 inline std::string with_math_costs(const std::string& peaks_json, int repeats = 5) {
-  compiler::MathCosts m = compiler::measure_math_costs(cpu(), repeats);
+  compiler::MathCosts m = compiler::measure_math_costs(cpu(), 4 * repeats);
   if (m.empty()) return peaks_json;
   auto j = nlohmann::json::parse(peaks_json);
   j[std::string(compiler::kMathCostsKey)] = nlohmann::json::parse(m.to_json());
