@@ -292,7 +292,7 @@ TEST(Advise, NamesTheFusedOpAChainComputes) {
 // memory level its working set lives in: beyond the caches the DRAM rate, not the rate
 // a small cache-resident op reached.
 TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
-  auto build = [](int64_t rows, int64_t op_gbps) {
+  auto build = [](int64_t rows, int64_t op_gbps, int64_t mean_gbps) {
     Builder b;
     b.t.tracks.resize(2);
     b.t.config_json = R"({"device_peaks": {"stream_gbps": 30.0, "matmul_gflops": 100.0, "levels": [
@@ -301,11 +301,11 @@ TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
     const int64_t n = rows * 4096 * 4;  // bytes of x
     const std::string x = fmt::format("({}, 4096) f32", rows), r = fmt::format("({}, 1) f32", rows);
     uint64_t range = b.scope(EventKind::range, "rmsnorm naive", 0);
-    // Ops at `op_gbps` (1 byte/ns = 1 GB/s) plus the 1000 ns launch cost; the fused
-    // kernel streams no faster than they did over the same domain.
+    // Ops at `op_gbps`, the mean at `mean_gbps` (1 byte/ns = 1 GB/s), plus the 1000 ns
+    // launch cost; the fused kernel streams no faster than the elementwise ones did.
     const int64_t g = op_gbps;
     b.op("mul", range, 1000 + 2 * n / g, 2 * n, "[" + x + ", " + x + "]", n);
-    b.op("mean", range, 1000 + n / g, n, "[" + x + "]", rows * 4);
+    b.op("mean", range, 1000 + n / mean_gbps, n, "[" + x + "]", rows * 4);
     b.op("add", range, 1000, rows * 8, "[" + r + "]", rows * 4);
     b.op("rsqrt", range, 1000, rows * 8, "[" + r + "]", rows * 4);
     b.op("mul", range, 1000 + 2 * n / g, 2 * n, "[" + x + ", " + r + "]", n);
@@ -313,21 +313,25 @@ TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
     for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
     return advisor::advise(b.t);
   };
-  advisor::Advice big = build(4096, 26);  // 64 MiB x: 128 MiB working set; ops above the probe's rate
+  advisor::Advice big = build(4096, 26, 26);  // 64 MiB x: 128 MiB working set; ops above the probe's rate
   ASSERT_EQ(big.suggestions.size(), 1u) << big.table();
   const advisor::Suggestion& s = big.suggestions[0];
   EXPECT_EQ(s.fused_bytes, 2 * int64_t(4096) * 4096 * 4 + 4096 * 4);
   EXPECT_NEAR(s.bandwidth_gbps, 25.0, 1e-9);  // the DRAM rate with ordinary stores
   EXPECT_NE(s.rate_from.find("beyond the caches"), std::string::npos) << s.rate_from;
   EXPECT_NEAR(s.predicted_fused_ns(), big.launch_cost_ns + double(s.fused_bytes) / 25.0, 2);
-  advisor::Advice small = build(16, 160);  // 256 KiB x: under the smallest level, its rate
+  advisor::Advice small = build(16, 160, 160);  // 256 KiB x: under the smallest level, its rate
   ASSERT_EQ(small.suggestions.size(), 1u) << small.table();
   EXPECT_NEAR(small.suggestions[0].bandwidth_gbps, 150.0, 1e-9);
   EXPECT_NE(small.suggestions[0].rate_from.find("in cache"), std::string::npos);
   // Ops over the domain that streamed at 20 GB/s: the fused kernel walks it as they did.
-  advisor::Advice slow = build(4096, 20);
+  advisor::Advice slow = build(4096, 20, 26);
   ASSERT_EQ(slow.suggestions.size(), 1u) << slow.table();
   EXPECT_NEAR(slow.suggestions[0].bandwidth_gbps, 20.0, 0.01);
+  // A slow reduction does not: its time per byte is its sums along the rows.
+  advisor::Advice slow_mean = build(4096, 26, 10);
+  ASSERT_EQ(slow_mean.suggestions.size(), 1u) << slow_mean.table();
+  EXPECT_NEAR(slow_mean.suggestions[0].bandwidth_gbps, 25.0, 1e-9);
 }
 
 // Attention's scale and mask: a flat scale at the probe's rate, then a mask broadcast
