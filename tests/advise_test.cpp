@@ -270,6 +270,8 @@ TEST(Advise, NamesTheFusedOpAChainComputes) {
   EXPECT_EQ(name({"silu", "mul"}), "SiLU·mul (SwiGLU)");
   EXPECT_EQ(name({"pow", "mul", "add", "mul", "tanh", "add", "mul", "mul"}), "GELU (tanh)");
   EXPECT_EQ(name({"mul", "add"}, "softmax"), "attention scale-mask");
+  // Compiling attention fuses its scale and mask; its softmax stays a kernel of its own.
+  EXPECT_NE(known_op({"mul", "add"}, "softmax")->fix.find("softmax stays its own"), std::string::npos);
   EXPECT_EQ(known_op({"mul", "add"}), nullptr);  // x * a + b alone is no known op
   EXPECT_EQ(known_op({"add", "mul", "exp"}), nullptr);
 
@@ -290,7 +292,7 @@ TEST(Advise, NamesTheFusedOpAChainComputes) {
 // memory level its working set lives in: beyond the caches the DRAM rate, not the rate
 // a small cache-resident op reached.
 TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
-  auto build = [](int64_t rows) {
+  auto build = [](int64_t rows, int64_t op_gbps, int64_t mean_gbps) {
     Builder b;
     b.t.tracks.resize(2);
     b.t.config_json = R"({"device_peaks": {"stream_gbps": 30.0, "matmul_gflops": 100.0, "levels": [
@@ -299,27 +301,105 @@ TEST(Advise, PricesTheFusedKernelAtItsMemoryLevel) {
     const int64_t n = rows * 4096 * 4;  // bytes of x
     const std::string x = fmt::format("({}, 4096) f32", rows), r = fmt::format("({}, 1) f32", rows);
     uint64_t range = b.scope(EventKind::range, "rmsnorm naive", 0);
-    // Ops at 25 GB/s (1 byte/ns = 1 GB/s) plus the 1000 ns launch cost.
-    b.op("mul", range, 1000 + 2 * n / 25, 2 * n, "[" + x + ", " + x + "]", n);
-    b.op("mean", range, 1000 + n / 25, n, "[" + x + "]", rows * 4);
+    // Ops at `op_gbps`, the mean at `mean_gbps` (1 byte/ns = 1 GB/s), plus the 1000 ns
+    // launch cost; the fused kernel streams no faster than the elementwise ones did.
+    const int64_t g = op_gbps;
+    b.op("mul", range, 1000 + 2 * n / g, 2 * n, "[" + x + ", " + x + "]", n);
+    b.op("mean", range, 1000 + n / mean_gbps, n, "[" + x + "]", rows * 4);
     b.op("add", range, 1000, rows * 8, "[" + r + "]", rows * 4);
     b.op("rsqrt", range, 1000, rows * 8, "[" + r + "]", rows * 4);
-    b.op("mul", range, 1000 + 2 * n / 25, 2 * n, "[" + x + ", " + r + "]", n);
-    b.op("mul", range, 1000 + 2 * n / 25, 2 * n, "[" + x + ", (4096) f32]", n);
+    b.op("mul", range, 1000 + 2 * n / g, 2 * n, "[" + x + ", " + r + "]", n);
+    b.op("mul", range, 1000 + 2 * n / g, 2 * n, "[" + x + ", (4096) f32]", n);
     for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
     return advisor::advise(b.t);
   };
-  advisor::Advice big = build(4096);  // 64 MiB x: 128 MiB working set
+  advisor::Advice big = build(4096, 26, 26);  // 64 MiB x: 128 MiB working set; ops above the probe's rate
   ASSERT_EQ(big.suggestions.size(), 1u) << big.table();
   const advisor::Suggestion& s = big.suggestions[0];
   EXPECT_EQ(s.fused_bytes, 2 * int64_t(4096) * 4096 * 4 + 4096 * 4);
   EXPECT_NEAR(s.bandwidth_gbps, 25.0, 1e-9);  // the DRAM rate with ordinary stores
   EXPECT_NE(s.rate_from.find("beyond the caches"), std::string::npos) << s.rate_from;
   EXPECT_NEAR(s.predicted_fused_ns(), big.launch_cost_ns + double(s.fused_bytes) / 25.0, 2);
-  advisor::Advice small = build(16);  // 256 KiB x: under the smallest level, its rate
+  advisor::Advice small = build(16, 160, 160);  // 256 KiB x: under the smallest level, its rate
   ASSERT_EQ(small.suggestions.size(), 1u) << small.table();
   EXPECT_NEAR(small.suggestions[0].bandwidth_gbps, 150.0, 1e-9);
   EXPECT_NE(small.suggestions[0].rate_from.find("in cache"), std::string::npos);
+  // Ops over the domain that streamed at 20 GB/s: the fused kernel walks it as they did.
+  advisor::Advice slow = build(4096, 20, 26);
+  ASSERT_EQ(slow.suggestions.size(), 1u) << slow.table();
+  EXPECT_NEAR(slow.suggestions[0].bandwidth_gbps, 20.0, 0.01);
+  // A slow reduction does not: its time per byte is its sums along the rows.
+  advisor::Advice slow_mean = build(4096, 26, 10);
+  ASSERT_EQ(slow_mean.suggestions.size(), 1u) << slow_mean.table();
+  EXPECT_NEAR(slow_mean.suggestions[0].bandwidth_gbps, 25.0, 1e-9);
+}
+
+// Attention's scale and mask: a flat scale at the probe's rate, then a mask broadcast
+// over the heads, whose row loop streamed at half of it. The fused kernel runs the same
+// row loop: it is priced at the add's rate, not the probe's. A per-row op the chain
+// also runs (not over the whole domain) does not bound it, nor does an occurrence whose
+// add the OS preempted: each op counts at its fastest occurrence.
+TEST(Advise, TheFusedKernelStreamsNoFasterThanItsOpsOverTheSameDomain) {
+  Builder b;
+  b.t.tracks.resize(2);
+  b.t.config_json = R"({"device_peaks": {"stream_gbps": 30.0, "matmul_gflops": 100.0, "levels": [
+      {"working_set_bytes": 1048576, "gbps": 120.0, "store_gbps": 100.0},
+      {"working_set_bytes": 134217728, "gbps": 30.0, "store_gbps": 25.0}]}})";
+  const int64_t s = 32 * 128 * 128 * 4, m = 128 * 128 * 4;  // scores (32, 128, 128), mask (128, 128): f32 bytes
+  for (int64_t preempted : {1000000, 0, 0}) {
+    uint64_t attn = b.scope(EventKind::range, "llama_attention", 0);
+    b.op("mul", attn, 1000 + 2 * s / 100, 2 * s, "[(32, 128, 128) f32]", s);  // 100 GB/s
+    b.op("add", attn, 1000 + (2 * s + m) / 50 + preempted, 2 * s + m, "[(32, 128, 128) f32, (128, 128) f32]",
+         s);                                                       // 50 GB/s
+    b.op("mul", attn, 50000, 32768, "[(32, 128, 1) f32]", 16384);  // per row, and slow: not the domain's rate
+    b.op("softmax", attn, 50000, 2 * s, "[(32, 128, 128) f32]", s);
+  }
+  for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 0, "[(5) f32]", 20);
+  advisor::Advice a = advisor::advise(b.t);
+  ASSERT_EQ(a.suggestions.size(), 1u) << a.table();
+  const advisor::Suggestion& g = a.suggestions[0];
+  ASSERT_NEAR(a.launch_cost_ns, 1000, 1);
+  EXPECT_EQ(g.pattern, "mul → add → mul");
+  EXPECT_EQ(g.occurrences, 3);
+  EXPECT_NEAR(g.bandwidth_gbps, 50.0, 0.1) << g.rate_from;  // not the probe's (78 GB/s at 4 MiB)
+  EXPECT_NE(g.rate_from.find("add"), std::string::npos) << g.rate_from;
+  // Three times the saving of an occurrence the OS left alone.
+  const double one = double(g.device_ns - 1000000) / 3;
+  const double fused = a.launch_cost_ns + double(g.fused_bytes) / 3 / g.bandwidth_gbps;
+  EXPECT_NEAR(g.predicted_saved_ns, 3 * (one - fused), 1);
+}
+
+// The fused kernel's math is what the generated code spends on it, as the profile's
+// device peaks carry it (compiler/math_probe.h), not the eager kernel's time: here the
+// eager silu spent 10 µs on 1024 elements, the generated code 2 ns per element.
+TEST(Advise, PricesTheFusedKernelsMathAtTheGeneratedCodesCost) {
+  auto build = [](const std::string& peaks) {
+    Builder b;
+    b.t.tracks.resize(2);
+    b.t.config_json = peaks;
+    uint64_t mlp = b.scope(EventKind::range, "mlp", 0);
+    b.op("silu", mlp, 11000, 8192, "[(8, 128) f32]", 4096);
+    b.op("mul", mlp, 2000, 12288, "[(8, 128) f32, (8, 128) f32]", 4096);
+    b.op("matmul", 0, 50000, 1 << 20, "[(8, 64) f32, (64, 128) f32]", 4096);
+    for (int i = 0; i < 10; ++i) b.op("softmax", 0, 1000, 100, "[(5) f32]", 20);
+    return advisor::advise(b.t);
+  };
+  advisor::Advice eager = build("");
+  advisor::Advice gen = build(R"({"device_peaks": {"fused_math": {"ns_per_element": {"silu": 2.0}}}})");
+  ASSERT_EQ(gen.suggestions.size(), 1u) << gen.table();
+  const advisor::Suggestion& s = gen.suggestions[0];
+  // No memory roof in these peaks: the fused bytes (12288) stream at mul's rate, in
+  // mul's own time past its launch.
+  const double c = gen.launch_cost_ns, stream = 2000 - c;
+  EXPECT_NEAR(s.compute_ns, 1024 * 2.0, 1e-6);  // one core: the launch had one slice
+  EXPECT_NEAR(s.predicted_fused_ns(), c + std::max(stream, 1024 * 2.0), 1);
+  EXPECT_NE(s.math_from.find("silu 2.00 ns"), std::string::npos) << s.math_from;
+  EXPECT_NE(gen.table().find("math at the generated code's cost"), std::string::npos) << gen.table();
+  // Without the measurement: the eager silu's own compute, so far less saved.
+  ASSERT_EQ(eager.suggestions.size(), 1u);
+  EXPECT_TRUE(eager.suggestions[0].math_from.empty());
+  EXPECT_GT(eager.suggestions[0].compute_ns, 4 * s.compute_ns);
+  EXPECT_GT(s.predicted_saved_ns, eager.suggestions[0].predicted_saved_ns + 5000);
 }
 
 // Gaps with no kernel running, ended by a launch the host submitted after the gap

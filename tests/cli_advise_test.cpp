@@ -80,6 +80,19 @@ TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
   EXPECT_EQ(w["significant"].get<bool>(), significant) << w;
   EXPECT_EQ(has(r.out, "Host-bound: The device waits on the host"), significant) << r.out;
   EXPECT_EQ(w["text"].get<std::string>().empty(), !significant) << w;
+  // The profile's device peaks carry the generated kernels' math costs: SwiGLU's fused
+  // kernel is priced with the generated silu, not the eager one.
+  CliResult all = run_opscope({"advise", (dir / "llama" / "eager").string(), "--json", "--limit", "0"});
+  ASSERT_EQ(all.status, 0) << all.out;
+  int swiglu = 0;
+  json every = json::parse(all.out);
+  for (auto& s : every["suggestions"])
+    if (s["pattern"] == "silu → mul") {
+      ++swiglu;
+      EXPECT_TRUE(has(s["math_from"].get<std::string>(), "generated code's cost")) << s;
+      EXPECT_TRUE(has(s["math_from"].get<std::string>(), "silu")) << s;
+    }
+  EXPECT_GT(swiglu, 0) << all.out;
   double prev = 1e300;
   for (auto& s : doc["suggestions"]) {  // ranked by the predicted saving
     EXPECT_LE(s["predicted_saved_ns"].get<double>(), prev);
@@ -190,6 +203,8 @@ TEST_F(CliAdvise, TableReadsTheRooflineAgainstASavedProbe) {
   EXPECT_GT(peaks["stream_gbps"].get<double>(), 0);
   EXPECT_FALSE(peaks["levels"].empty());
   EXPECT_TRUE(peaks.contains("spread"));
+  EXPECT_GT(peaks["fused_math"]["ns_per_element"]["silu"].get<double>(), 0) << peaks;  // generated kernels' math
+  EXPECT_TRUE(has(r.out, "generated kernels' math")) << r.out;
 
   const std::string naive = (dir / "rms" / "naive").string();
   CliResult own = run_opscope({"table", naive, "--wide"});

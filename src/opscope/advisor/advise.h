@@ -15,14 +15,18 @@
 //    - launch cost: the fixed device time of a launch, fitted from the profile's own
 //      small kernels (their span minus their bytes at the probe's rate for their size),
 //      apart for launches fanned out over several cores (they wake and join them);
-//    - rate: the probe's best streaming rate at the fused kernel's working set (its
-//      bytes: beyond the last-level cache, the DRAM rate; within it, the cache's),
-//      from the profile's device_peaks (runtime/probe.h). A profile without peaks:
-//      the best rate any op of the chain reached past its fixed cost;
-//    - compute: each math op's (exp, silu, div, ...) time past its launch cost that its
-//      bytes at the rate for its own working set do not explain, which a fused kernel
-//      still does, overlapped with its streaming. Streaming ops (add, mul, sums) have
-//      none: their time past their bytes is memory inefficiency of their own launch;
+//    - rate: the probe's streaming rate at the fused kernel's working set (its bytes:
+//      beyond the last-level cache, the DRAM rate; within it, the cache's; ordinary
+//      stores, pricing.h), from the profile's device_peaks (runtime/probe.h). A profile
+//      without peaks: the best rate any op of the chain reached past its fixed cost.
+//      Never faster than the slowest streaming op over the chain's whole domain moved
+//      its bytes: the fused kernel walks that domain the same way (a broadcast operand
+//      makes a row loop, a transposed view a strided one);
+//    - compute: what each math op (exp, silu, div, ...) costs in the generated kernel,
+//      its elements at the generated code's cost per element and core that the peaks
+//      carry (compiler/math_probe.h); without that, the eager op's time past its launch
+//      cost that its bytes at the rate for its own working set do not explain. Either
+//      way overlapped with the streaming. Streaming ops (add, mul, sums) have none;
 //    - fused bytes: the chain's inputs from outside it, once per op that reads them (a
 //      known norm or softmax reads its input once: the row it re-reads stays in cache),
 //      and its final output. An input is the chain's own intermediate when an earlier op
@@ -57,6 +61,8 @@ struct Suggestion {
   int64_t fused_bytes = 0;       // a fused kernel would move
   double bandwidth_gbps = 0;     // the fused kernel's streaming rate
   std::string rate_from;         // "probe at 128 MiB (beyond the caches)", ...
+  double compute_ns = 0;         // the fused kernels' math, over all occurrences
+  std::string math_from;         // how it was priced; empty: the eager ops' own compute
   double predicted_saved_ns = 0;
   std::vector<uint64_t> example_ops;  // op ids of one occurrence, for the explorer
 

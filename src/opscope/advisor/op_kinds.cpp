@@ -1,5 +1,6 @@
 #include "opscope/advisor/op_kinds.h"
 
+#include <algorithm>
 #include <cctype>
 #include <unordered_set>
 
@@ -39,8 +40,15 @@ bool fusable_op(std::string_view name) {
   return kFusable.count(name) > 0;
 }
 
-std::vector<int64_t> input_bytes(std::string_view s) {
-  std::vector<int64_t> out;
+namespace {
+
+struct Operand {
+  int64_t numel, itemsize;
+};
+
+// "[(4, 8) f32, (8) f32]" → each input's element count and element size.
+std::vector<Operand> operands(std::string_view s) {
+  std::vector<Operand> out;
   size_t i = 0;
   while ((i = s.find('(', i)) != std::string_view::npos) {
     size_t close = s.find(')', i);
@@ -58,10 +66,24 @@ std::vector<int64_t> input_bytes(std::string_view s) {
     size_t d0 = close + 2, d1 = s.find_first_of(",]", d0);
     std::string_view dt = d0 < s.size() ? s.substr(d0, d1 == std::string_view::npos ? std::string_view::npos : d1 - d0)
                                         : std::string_view();
-    out.push_back(numel * dtype_bytes(dt));
+    out.push_back({numel, dtype_bytes(dt)});
     i = close + 1;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> input_bytes(std::string_view s) {
+  std::vector<int64_t> out;
+  for (const Operand& o : operands(s)) out.push_back(o.numel * o.itemsize);
+  return out;
+}
+
+int64_t largest_input_numel(std::string_view s) {
+  int64_t n = 0;
+  for (const Operand& o : operands(s)) n = std::max(n, o.numel);
+  return n;
 }
 
 std::string generalize(std::string_view s) {

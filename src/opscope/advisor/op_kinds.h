@@ -23,6 +23,9 @@ bool reduction(std::string_view op);
 std::string classify(const std::vector<std::string>& ops);
 // "[(4, 8) f32, (8) f32]" → the bytes of each input; empty when the op has no shapes.
 std::vector<int64_t> input_bytes(std::string_view shapes);
+// The element count of the largest input (the domain an elementwise op walks); 0
+// without shapes.
+int64_t largest_input_numel(std::string_view shapes);
 // Numbers in a range name generalized, so layers group: "layers.3" → "layers.N".
 std::string generalize(std::string_view name);
 

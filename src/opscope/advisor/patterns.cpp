@@ -32,8 +32,11 @@ const std::vector<Pattern>& patterns() {
       {{"SiLU·mul (SwiGLU)", "compile the region (one kernel for silu(gate) * up)", false}, {{"silu"}, {"mul"}}},
       {{"SiLU·mul (SwiGLU)", "compile the region (one kernel for silu(gate) * up)", false},
        {{"sigmoid"}, {"mul"}, {"mul"}}},
-      // Attention's scale and mask before its softmax (softmax itself is one kernel).
-      {{"attention scale-mask", "compile the attention region (scale, mask and softmax in one kernel)", false},
+      // Attention's scale and mask before its softmax. Compiling the region fuses those
+      // two; softmax stays its own (built-in) kernel: the fuser takes elementwise ops and
+      // reductions, not library ops.
+      {{"attention scale-mask", "compile the attention region (scale and mask in one kernel; softmax stays its own)",
+        false},
        {{"mul", "div"}, {"add"}},
        "softmax"},
   };

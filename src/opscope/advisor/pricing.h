@@ -1,0 +1,29 @@
+// The device rates the advisor prices a fused kernel with, from the probe's peaks: the
+// streaming rate its traffic moves at, and what its math costs in generated code.
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "opscope/profiler/roofline.h"
+
+namespace opscope::advisor {
+
+// The streaming rate (GB/s) of an opscope kernel with a `ws`-byte working set: the
+// probe's best with ordinary stores, even beyond the last-level cache where the probe's
+// non-temporal stores go faster. The one place that choice is made:
+//  - eager elementwise kernels write with ordinary stores, and the launch cost is fitted
+//    from them at this rate;
+//  - fused kernels (rms_norm, generated ones) write results of 8 MiB or more with
+//    streaming stores, yet on the RMSNorm case study (4096x4096, 128 MiB moved) they ran
+//    slower than the ordinary-store rate, not at the non-temporal one.
+// If the kernels come to reach the non-temporal rate beyond the cache, return
+// roof.gbps_at(ws) there.
+double kernel_store_gbps(const prof::Roofline& roof, double ws);
+
+// The generated kernels' math cost per element per core, by op ("silu" → ns), from a
+// device peaks object (JSON) that carries compiler/math_probe's measurement; empty when
+// it carries none (older profiles, imported traces, a probe without a compiler).
+std::map<std::string, double> generated_math_ns(std::string_view peaks_json);
+
+}  // namespace opscope::advisor
