@@ -171,11 +171,9 @@ class KeyAverages(list):
     torch's table with Device columns beside CPU ones; .rows() gives plain dicts (for pandas)."""
 
     def __init__(self, trace, group_by_input_shape, group_by_stack_n=0):
-        data = json.loads(trace.key_averages_json(group_by_input_shape, group_by_stack_n, ""))
+        self._averages = trace.key_averages(group_by_input_shape, group_by_stack_n)  # averaged once, here
+        data = json.loads(self._averages.to_json(""))
         super().__init__(EventAverage(r) for r in data["rows"])
-        self._trace = trace
-        self._by_shape = group_by_input_shape
-        self._by_stack = group_by_stack_n
         self.self_cpu_time_total = data["self_cpu_time_total_ns"] / 1e3
         self.self_device_time_total = data["self_device_time_total_ns"] / 1e3
         self.dropped = data["dropped"]
@@ -190,8 +188,8 @@ class KeyAverages(list):
             raise ValueError("[table] top_level_events_only is not supported: every op and range has its row")
         if isinstance(columns, str):
             columns = [c.strip() for c in columns.split(",") if c.strip()]
-        text = _native(self._trace.key_averages_table, self._by_shape, self._by_stack, sort_by or "", int(row_limit),
-                       time_unit or "", 0 if wide else int(width), list(columns or []))
+        text = _native(self._averages.table, sort_by or "", int(row_limit), time_unit or "", 0 if wide else int(width),
+                       list(columns or []))
         return f"{header}\n{text}" if header else text
 
     def rows(self):
