@@ -12,11 +12,12 @@ namespace opscope::advisor {
 // The streaming rate (GB/s) of an opscope kernel with a `ws`-byte working set: the
 // probe's best with ordinary stores, even beyond the last-level cache where the probe's
 // non-temporal stores go faster. The one place that choice is made:
-//  - eager elementwise kernels write with ordinary stores, and the launch cost is fitted
-//    from them at this rate;
-//  - fused kernels (rms_norm, generated ones) write results of 8 MiB or more with
-//    streaming stores, yet on the RMSNorm case study (4096x4096, 128 MiB moved) they ran
-//    slower than the ordinary-store rate, not at the non-temporal one.
+//  - the launch cost is fitted at this rate from small eager launches (in cache, where
+//    no kernel streams);
+//  - every kernel (eager elementwise, rms_norm, generated ones) writes results of 8 MiB
+//    or more with streaming stores (kernels/cpu/stream_store.h), yet on the RMSNorm case
+//    study (4096x4096, 128 MiB moved) the fused kernels ran slower than the
+//    ordinary-store rate, not at the non-temporal one.
 // If the kernels come to reach the non-temporal rate beyond the cache, return
 // roof.gbps_at(ws) there.
 double kernel_store_gbps(const prof::Roofline& roof, double ws);
