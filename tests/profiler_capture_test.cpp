@@ -280,10 +280,13 @@ TEST(ProfilerCapture, CorrelationChainOpToLaunchToKernels) {
     EXPECT_GE(slices, 1) << op_name;
     EXPECT_NEAR(double(bytes), double(l->bytes), double(slices)) << op_name;  // slices share the launch's bytes
   }
-  // 256K elements: the fill is split over both cores.
+  // 256K elements: the fill is shared by the cores that were free (a core asleep when
+  // it started may find its slice taken), one event per core.
   std::set<int> cores;
-  for (const auto* k : events_of(t, EventKind::kernel, "fill_f32")) cores.insert(t.tracks[size_t(k->track)].core);
-  EXPECT_EQ(cores, (std::set<int>{0, 1}));
+  auto fills = events_of(t, EventKind::kernel, "fill_f32");
+  for (const auto* k : fills) cores.insert(t.tracks[size_t(k->track)].core);
+  EXPECT_EQ(cores.size(), fills.size());
+  EXPECT_TRUE(cores == std::set<int>{0} || cores == std::set<int>{1} || cores == (std::set<int>{0, 1}));
 
   // Runtime events carry the op they happened in.
   const TraceEvent* to_host = events_of(t, EventKind::op, "to_host")[0];
@@ -356,7 +359,7 @@ TEST(ProfilerCapture, NaiveRmsNormChainAndBuiltin) {
 }
 
 TEST(ProfilerCapture, OnlyTheConfiguredCoresRecord) {
-  CpuDevice dev(2);
+  CpuDevice dev(2, true, 0, CpuSchedule::static_slices);  // so core 1 surely runs a slice
   ProfilerConfig cfg;
   cfg.cores = CoreSet::parse("1");
   Profiler p(cfg);

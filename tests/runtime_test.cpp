@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -65,10 +66,10 @@ TEST(Runtime, StreamRunsInOrder) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
 }
 
-TEST(Runtime, WorkSplitsAcrossCores) {
-  CpuDevice dev(2, /*pin=*/false);
+TEST(Runtime, StaticScheduleGivesEachCoreItsSlice) {
+  CpuDevice dev(2, /*pin=*/false, 0, CpuSchedule::static_slices);
   std::vector<std::atomic<int>> hits(1000);
-  std::set<std::thread::id> threads;
+  std::map<std::thread::id, std::vector<std::pair<int64_t, int64_t>>> ranges;
   std::mutex m;
   LaunchSpec spec;
   spec.name = "split";
@@ -77,14 +78,117 @@ TEST(Runtime, WorkSplitsAcrossCores) {
   spec.body = [&](int64_t b, int64_t e) {
     {
       std::lock_guard<std::mutex> g(m);
-      threads.insert(std::this_thread::get_id());
+      ranges[std::this_thread::get_id()].push_back({b, e});
     }
     for (int64_t i = b; i < e; ++i) hits[i]++;
   };
   runtime::launch(dev, std::move(spec), {}, {});
   dev.synchronize();
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);  // every unit exactly once
-  EXPECT_EQ(threads.size(), 2u);                // both cores took part
+  ASSERT_EQ(ranges.size(), 2u);                 // both cores took part, one slice each
+  std::set<std::pair<int64_t, int64_t>> slices;
+  for (auto& [tid, rs] : ranges) {
+    ASSERT_EQ(rs.size(), 1u);
+    slices.insert(rs[0]);
+  }
+  EXPECT_EQ(slices, (std::set<std::pair<int64_t, int64_t>>{{0, 500}, {500, 1000}}));
+  EXPECT_NE(dev.description().find("static schedule"), std::string::npos) << dev.description();
+}
+
+// The default schedule: a core held up in its chunk (here: asleep in it; in life, a core
+// that was asleep or preempted when the launch began) does not hold up the rest of the
+// launch — the free core runs its own slice, then takes the rest of the other's. The
+// static schedule would leave half the units to the held-up core.
+TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
+  CpuDevice dev(2, /*pin=*/false, 0, CpuSchedule::steal);
+  std::vector<std::atomic<int>> hits(1000);
+  std::map<std::thread::id, int64_t> units;
+  std::thread::id slow;
+  std::mutex m;
+  LaunchSpec spec;
+  spec.name = "split";
+  spec.work = 1000;
+  spec.grain = 10;
+  spec.body = [&](int64_t b, int64_t e) {
+    {
+      std::lock_guard<std::mutex> g(m);
+      units[std::this_thread::get_id()] += e - b;
+      if (b == 0) slow = std::this_thread::get_id();
+    }
+    if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+  };
+  runtime::launch(dev, std::move(spec), {}, {});
+  dev.synchronize();
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);  // every unit exactly once
+  ASSERT_EQ(units.size(), 2u);
+  // 2 cores x kChunksPerCore chunks: the held-up core did only the first one.
+  EXPECT_EQ(units[slow], 1000 / (2 * CpuDevice::kChunksPerCore));
+}
+
+// On a machine with as many cores as CPUs, the last core shares the host thread's CPU:
+// whenever it works the host waits for a time slice, so it joins only launches that
+// move enough bytes to pay for that. Launches that declare no cost keep every core,
+// and the static schedule keeps every core too.
+TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "needs 2 CPUs to pin a device's two cores to";
+  int host = sched_getcpu();
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(host, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // this thread stays on `host`
+  struct Restore {
+    cpu_set_t s;
+    ~Restore() { sched_setaffinity(0, sizeof(s), &s); }
+  } restore{all};
+
+  auto threads_for = [&](CpuDevice& dev, int64_t bytes) {
+    std::set<std::thread::id> threads;
+    std::mutex m;
+    LaunchSpec spec;
+    spec.name = "split";
+    spec.work = 1000;
+    spec.grain = 10;
+    spec.bytes = bytes;
+    spec.body = [&](int64_t, int64_t) {
+      {
+        std::lock_guard<std::mutex> g(m);
+        threads.insert(std::this_thread::get_id());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time for a woken core to join
+    };
+    runtime::launch(dev, std::move(spec), {}, {});
+    dev.synchronize();
+    return threads.size();
+  };
+  CpuDevice dev(2, /*pin=*/true, 0, CpuSchedule::steal);
+  ASSERT_EQ(dev.cpu_of_core(1), host) << dev.description();
+  // The device learns the host's CPU at a submit, and may read it before the first one.
+  threads_for(dev, 1);
+  EXPECT_EQ(threads_for(dev, 1 << 20), 1u);    // 1 MiB: the host keeps its CPU
+  EXPECT_EQ(threads_for(dev, 64 << 20), 2u);   // 64 MiB: both cores
+  EXPECT_EQ(threads_for(dev, 0), 2u);          // cost unknown: both cores
+  CpuDevice fixed(2, /*pin=*/true, 0, CpuSchedule::static_slices);
+  threads_for(fixed, 1);
+  EXPECT_EQ(threads_for(fixed, 1 << 20), 2u);  // static: every core, every launch
+}
+
+TEST(Runtime, ScheduleFromTheEnvironment) {
+  setenv("OPSCOPE_CPU_SCHEDULE", "static", 1);
+  EXPECT_EQ(CpuDevice(2, false).schedule(), CpuSchedule::static_slices);
+  setenv("OPSCOPE_CPU_SCHEDULE", "guided", 1);
+  try {
+    CpuDevice bad(2, false);
+    ADD_FAILURE() << "a bad OPSCOPE_CPU_SCHEDULE was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("OPSCOPE_CPU_SCHEDULE"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'guided'"), std::string::npos) << e.what();
+  }
+  unsetenv("OPSCOPE_CPU_SCHEDULE");
+  EXPECT_EQ(CpuDevice(2, false).schedule(), CpuSchedule::steal);
 }
 
 TEST(Runtime, EventsOrderStreams) {
