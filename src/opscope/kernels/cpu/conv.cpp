@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -119,10 +120,16 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   const float* bp = bias ? bias->data<float>() : nullptr;
   float* op = out.data<float>();
   std::vector<ColumnRange> ranges = column_ranges(g);
+  static std::atomic<uint64_t> tokens{0};
+  const uint64_t token = ++tokens;  // this launch, to the cores' column buffers
   spec.body = [=](int64_t begin, int64_t end) {
     float* cols = direct ? nullptr : cols_buffer(size_t(K * PB));
     std::vector<Run> runs;
-    int64_t built = -1;  // the (n, group, pixel block) whose columns are in `cols`
+    // The (n, group, pixel block) whose columns are in `cols`. Kept across calls: the
+    // device hands a core its slice in a few consecutive chunks, which share columns.
+    thread_local std::pair<uint64_t, int64_t> held{0, -1};  // (launch token, key)
+    if (held.first != token) held = {token, -1};
+    int64_t& built = held.second;
     for (int64_t u = begin; u < end; ++u) {
       int64_t ob = u % oblocks, key = u / oblocks, pb = key % pblocks, ng = key / pblocks;
       int64_t n = ng / g.groups, grp = ng % g.groups;
