@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -66,24 +67,33 @@ TEST(Runtime, StreamRunsInOrder) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
 }
 
+namespace {
+// Launches `body` over 1000 work units in grains of 10 (so every core may take part),
+// declaring `bytes` moved, and waits for it.
+void launch_split(Device& dev, std::function<void(int64_t, int64_t)> body, int64_t bytes = 0) {
+  LaunchSpec spec;
+  spec.name = "split";
+  spec.work = 1000;
+  spec.grain = 10;
+  spec.bytes = bytes;
+  spec.body = [body = std::move(body)](int64_t b, int64_t e) { body(b, e); };
+  runtime::launch(dev, std::move(spec), {}, {});
+  dev.synchronize();
+}
+}  // namespace
+
 TEST(Runtime, StaticScheduleGivesEachCoreItsSlice) {
   CpuDevice dev(2, /*pin=*/false, 0, CpuSchedule::static_slices);
   std::vector<std::atomic<int>> hits(1000);
   std::map<std::thread::id, std::vector<std::pair<int64_t, int64_t>>> ranges;
   std::mutex m;
-  LaunchSpec spec;
-  spec.name = "split";
-  spec.work = 1000;
-  spec.grain = 10;
-  spec.body = [&](int64_t b, int64_t e) {
+  launch_split(dev, [&](int64_t b, int64_t e) {
     {
       std::lock_guard<std::mutex> g(m);
       ranges[std::this_thread::get_id()].push_back({b, e});
     }
     for (int64_t i = b; i < e; ++i) hits[i]++;
-  };
-  runtime::launch(dev, std::move(spec), {}, {});
-  dev.synchronize();
+  });
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);  // every unit exactly once
   ASSERT_EQ(ranges.size(), 2u);                 // both cores took part, one slice each
   std::set<std::pair<int64_t, int64_t>> slices;
@@ -105,11 +115,7 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
   std::map<std::thread::id, int64_t> units;
   std::thread::id slow;
   std::mutex m;
-  LaunchSpec spec;
-  spec.name = "split";
-  spec.work = 1000;
-  spec.grain = 10;
-  spec.body = [&](int64_t b, int64_t e) {
+  launch_split(dev, [&](int64_t b, int64_t e) {
     {
       std::lock_guard<std::mutex> g(m);
       units[std::this_thread::get_id()] += e - b;
@@ -117,9 +123,7 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
     }
     if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     for (int64_t i = b; i < e; ++i) hits[i]++;
-  };
-  runtime::launch(dev, std::move(spec), {}, {});
-  dev.synchronize();
+  });
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);  // every unit exactly once
   ASSERT_EQ(units.size(), 2u);
   // 2 cores x kChunksPerCore chunks: the held-up core did only the first one.
@@ -148,20 +152,16 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
   auto threads_for = [&](CpuDevice& dev, int64_t bytes) {
     std::set<std::thread::id> threads;
     std::mutex m;
-    LaunchSpec spec;
-    spec.name = "split";
-    spec.work = 1000;
-    spec.grain = 10;
-    spec.bytes = bytes;
-    spec.body = [&](int64_t, int64_t) {
-      {
-        std::lock_guard<std::mutex> g(m);
-        threads.insert(std::this_thread::get_id());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time for a woken core to join
-    };
-    runtime::launch(dev, std::move(spec), {}, {});
-    dev.synchronize();
+    launch_split(
+        dev,
+        [&](int64_t, int64_t) {
+          {
+            std::lock_guard<std::mutex> g(m);
+            threads.insert(std::this_thread::get_id());
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time for a woken core to join
+        },
+        bytes);
     return threads.size();
   };
   CpuDevice dev(2, /*pin=*/true, 0, CpuSchedule::steal);
