@@ -18,7 +18,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # Real profiles of the case study: naive, built-in and compiled RMSNorm, as the README's
 # main command writes them (the compiled one builds its kernel with the system compiler).
-OPSCOPE_CACHE_DIR="$work/cache" "$build/tools/opscope" profile rmsnorm --impl all --shape 64x4096 --iters 3 \
+# 512x4096: 8 MiB tensors, so launches are big enough for every core (on a machine with as
+# many cores as CPUs the last one joins only launches of 8 MiB or more) and the timeline
+# has a track per core.
+OPSCOPE_CACHE_DIR="$work/cache" "$build/tools/opscope" profile rmsnorm --impl all --shape 512x4096 --iters 3 \
   --out "$work/rmsnorm" >"$artifacts/profile.txt"
 dirs=("$work/rmsnorm/naive" "$work/rmsnorm/builtin" "$work/rmsnorm/compiled")
 mkdir -p "$work/corrupt"
