@@ -47,20 +47,41 @@ template <class Acc, class T> inline Acc row_sum(const T* x, int64_t n) {
 }
 
 template <class T> inline float row_sumsq(const T* x, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      float v = to_f32(x[i + j]);
-      acc[j] += v * v;
-    }
   float s = 0;
-  for (; i < n; ++i) {
-    float v = to_f32(x[i]);
-    s += v * v;
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    // The kLanes accumulators as two 16-lane vectors: as an array, GCC 12 kept them in
+    // memory inside rms_norm's kernel, and each step waited on a store and a reload
+    // (32x4096 rms_norm: 19.5 us against 13 us for the compiled kernel's same loop).
+    // The same lanes, summed in the same order as the loop below.
+    using v16 = float __attribute__((vector_size(64)));
+    static_assert(kLanes == 32);
+    v16 a0 = {}, a1 = {};
+    for (; i + kLanes <= n; i += kLanes) {
+      v16 u, w;
+      __builtin_memcpy(&u, x + i, sizeof u);
+      __builtin_memcpy(&w, x + i + 16, sizeof w);
+      a0 += u * u;
+      a1 += w * w;
+    }
+    for (int64_t k = i; k < n; ++k) s += x[k] * x[k];
+    for (int j = 0; j < 16; ++j) s += a0[j];
+    for (int j = 0; j < 16; ++j) s += a1[j];
+    return s;
+  } else {
+    float acc[kLanes] = {};
+    for (; i + kLanes <= n; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) {
+        float v = to_f32(x[i + j]);
+        acc[j] += v * v;
+      }
+    for (; i < n; ++i) {
+      float v = to_f32(x[i]);
+      s += v * v;
+    }
+    for (int j = 0; j < kLanes; ++j) s += acc[j];
+    return s;
   }
-  for (int j = 0; j < kLanes; ++j) s += acc[j];
-  return s;
 }
 
 // Sum of (x - mu)^2: the second pass of a two-pass variance.
