@@ -240,6 +240,16 @@ void CpuDevice::record_error(std::exception_ptr e) {
   if (!job_err_) job_err_ = e;
 }
 
+// Units [begin, end) of the launch; an exception is kept for execute() to report.
+void CpuDevice::run_body(Launch& l, int64_t begin, int64_t end) {
+  if (begin >= end) return;
+  try {
+    l.body(begin, end);
+  } catch (...) {
+    record_error(std::current_exception());
+  }
+}
+
 namespace {
 constexpr uint64_t pack(uint32_t seq, uint32_t a, uint32_t b) { return uint64_t(seq) << 32 | uint64_t(a) << 16 | b; }
 uint32_t seq_of(uint64_t w) { return uint32_t(w >> 32); }
@@ -280,11 +290,7 @@ void CpuDevice::run_chunks(int core) {
     }
     int64_t total = int64_t(n) * per, c = int64_t(slice) * per + chunk;
     int64_t begin = l->work * c / total, end = l->work * (c + 1) / total;
-    try {
-      if (begin < end) l->body(begin, end);
-    } catch (...) {
-      record_error(std::current_exception());
-    }
+    run_body(*l, begin, end);
     units += end - begin;
     ++done;
   };
@@ -321,11 +327,7 @@ void CpuDevice::execute(Launch& l, Stream& s) {
     // Too little work to share: run it here, without touching the cores' shared lines.
     bool trace = prof::layers() & prof::kDevice;
     int64_t t0 = trace ? now_ns() : 0;
-    try {
-      if (l.work > 0) l.body(0, l.work);
-    } catch (...) {
-      record_error(std::current_exception());
-    }
+    run_body(l, 0, l.work);
     if (trace && l.work > 0) prof::on_kernel(l, index(), 0, t0, now_ns(), l.bytes);
   } else {
     job_ = &l;

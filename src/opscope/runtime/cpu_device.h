@@ -51,6 +51,7 @@ class CpuDevice final : public Device {
   void helper_loop(int core);
   void execute(Launch& l, Stream& s);
   void run_chunks(int core);
+  void run_body(Launch& l, int64_t begin, int64_t end);
   bool shares_host_cpu(uint32_t core) const;
   void record_error(std::exception_ptr e);
 
