@@ -67,6 +67,33 @@ TEST(Runtime, StreamRunsInOrder) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
 }
 
+// The device's cores read a launch while the host fills the next one: the two must not
+// share a page, whose lines the reading core's prefetcher would take from the host.
+TEST(Runtime, LaunchesMadeInARowSitOnDifferentPages) {
+  CpuDevice dev(1);
+  std::atomic<bool> gate{false};
+  std::atomic<int> done{0};
+  launch_gated(dev, gate, done, 1);  // nothing retires, so nothing is recycled: each launch is new
+  Stream& s = dev.default_stream();
+  std::vector<uintptr_t> at;
+  for (int i = 0; i < 600; ++i) {  // more than one slab's worth
+    Launch* l = s.new_launch();
+    l->kind = Launch::Kind::marker;
+    at.push_back(reinterpret_cast<uintptr_t>(l));
+    s.submit(l);
+  }
+  gate.store(true);
+  s.synchronize();
+  EXPECT_EQ(done.load(), 1);
+  EXPECT_EQ(std::set<uintptr_t>(at.begin(), at.end()).size(), at.size());
+  for (size_t i = 0; i < at.size(); ++i) {
+    EXPECT_EQ(at[i] % alignof(Launch), 0u) << i;
+    if (i > 0) {
+      EXPECT_NE(at[i] / 4096, at[i - 1] / 4096) << "launches " << i - 1 << " and " << i << " share a page";
+    }
+  }
+}
+
 namespace {
 // Launches `body` over 1000 work units in grains of 10 (so every core may take part),
 // declaring `bytes` moved, and waits for it.

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "opscope/core/spinlock.h"
 #include "opscope/runtime/launch.h"
@@ -88,6 +89,8 @@ class Stream {
   void set_error(std::string msg);
 
  private:
+  Launch* new_marker(const char* name);
+  Launch* allocate_launch();  // needs m_ (or the constructor)
   // Recycles launches up to `completed`; needs m_.
   void reclaim_locked();
 
@@ -103,6 +106,8 @@ class Stream {
   Launch* free_ = nullptr;    // recycled launches, oldest first, linked by `next`; needs m_
   Launch* free_tail_ = nullptr;
   uint64_t reclaimed_at_ = 0;  // `submitted` at the last batch recycling; needs m_
+  std::vector<void*> slabs_;   // where the launches live (see allocate_launch); needs m_
+  size_t slab_used_ = 0;       // launches taken from the newest slab; needs m_
   static constexpr uint64_t kReclaimBatch = 64;
   std::atomic<uint64_t> submitted_{0};
   alignas(64) Launch* head_;  // scheduler only: the last retired launch (or the sentinel)
