@@ -93,9 +93,20 @@ TEST(CpuMemory, CliProfileTooBigForTheCapacityFailsNamingTheOp) {
       << r.out;
   EXPECT_NE(r.out.find("capacity 256.00 MB"), std::string::npos) << r.out;
 
-  r = testutil::run_shell("OPSCOPE_CPU_MEMORY=lots " + testutil::shell_quote(testutil::opscope_binary()) +
-                          " profile rmsnorm --shape 16x64 --out " + testutil::shell_quote(out.string()) + " 2>&1");
-  EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_NE(r.out.find("[OPSCOPE_CPU_MEMORY] 'lots' is not a size"), std::string::npos) << r.out;
   fs::remove_all(out);
+  // A bad variable fails before the output folder is made.
+  for (const char* cmd : {"profile rmsnorm --shape 16x64", "profile llama --preset tiny --tokens 4 --decode 1"}) {
+    r = testutil::run_shell("OPSCOPE_CPU_MEMORY=lots " + testutil::shell_quote(testutil::opscope_binary()) + " " +
+                            cmd + " --out " + testutil::shell_quote(out.string()) + " 2>&1");
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_NE(r.out.find("[OPSCOPE_CPU_MEMORY] 'lots' is not a size"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(out)) << cmd << ": made " << out;
+    r = testutil::run_shell("OPSCOPE_CPU_SCHEDULE=bogus " + testutil::shell_quote(testutil::opscope_binary()) + " " +
+                            cmd + " --out " + testutil::shell_quote(out.string()) + " 2>&1");
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_NE(r.out.find("[OPSCOPE_CPU_SCHEDULE] 'bogus' is not a schedule (steal or static)"), std::string::npos)
+        << r.out;
+    EXPECT_FALSE(fs::exists(out)) << cmd << ": made " << out;
+    fs::remove_all(out);
+  }
 }

@@ -64,6 +64,7 @@ void run_profile(const ProfileArgs& a) {
   check_flag("--sort-by", [&] { prof::KeyAverages().sorted(a.sort_by); });  // before the runs, not after the first
   prof::TableLayout layout = a.table.layout();
   auto impls = implementations(a.impl);
+  cpu();  // the device first: a bad OPSCOPE_CPU_* variable fails before --out is made
   // Check the output folder before spending time on the runs.
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);

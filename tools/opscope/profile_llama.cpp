@@ -112,6 +112,7 @@ void run_llama(const LlamaArgs& a) {
   }
   prof::TableLayout layout = a.table.layout();
   if (!a.weights.empty()) models::SafetensorsFile::open(a.weights);  // a bad file fails before any output
+  cpu();  // and a bad OPSCOPE_CPU_* variable
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);
   if (ec) fail("--out", "cannot create '{}': {}", a.out, ec.message());
