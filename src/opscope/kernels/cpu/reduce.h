@@ -35,7 +35,32 @@ template <class Acc, class T> inline Acc load_as(T v) {
   else return Acc(to_f32(v));
 }
 
+// f32 rows: the kLanes accumulators as two 16-lane vectors, f(u) added per lane. As an
+// array, GCC 12 kept them in memory inside the kernels, and each step waited on a store
+// and a reload (32x4096 rms_norm: 19.5 us against 13 us for the compiled kernel's same
+// loop). The lanes are those of the array form, summed in the same order.
+template <class F> inline float row_lanes_f32(const float* x, int64_t n, F f) {
+  using v16 = float __attribute__((vector_size(64)));
+  static_assert(kLanes == 32);
+  v16 a0 = {}, a1 = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    v16 u, w;
+    __builtin_memcpy(&u, x + i, sizeof u);
+    __builtin_memcpy(&w, x + i + 16, sizeof w);
+    a0 += f(u);
+    a1 += f(w);
+  }
+  float s = 0;
+  for (; i < n; ++i) s += f(x[i]);
+  for (int j = 0; j < 16; ++j) s += a0[j];
+  for (int j = 0; j < 16; ++j) s += a1[j];
+  return s;
+}
+
 template <class Acc, class T> inline Acc row_sum(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Acc, float>)
+    return row_lanes_f32(x, n, [](auto u) { return u; });
   Acc acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -47,45 +72,30 @@ template <class Acc, class T> inline Acc row_sum(const T* x, int64_t n) {
 }
 
 template <class T> inline float row_sumsq(const T* x, int64_t n) {
-  float s = 0;
+  if constexpr (std::is_same_v<T, float>) return row_lanes_f32(x, n, [](auto u) { return u * u; });
+  float acc[kLanes] = {};
   int64_t i = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    // The kLanes accumulators as two 16-lane vectors: as an array, GCC 12 kept them in
-    // memory inside rms_norm's kernel, and each step waited on a store and a reload
-    // (32x4096 rms_norm: 19.5 us against 13 us for the compiled kernel's same loop).
-    // The same lanes, summed in the same order as the loop below.
-    using v16 = float __attribute__((vector_size(64)));
-    static_assert(kLanes == 32);
-    v16 a0 = {}, a1 = {};
-    for (; i + kLanes <= n; i += kLanes) {
-      v16 u, w;
-      __builtin_memcpy(&u, x + i, sizeof u);
-      __builtin_memcpy(&w, x + i + 16, sizeof w);
-      a0 += u * u;
-      a1 += w * w;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      float v = to_f32(x[i + j]);
+      acc[j] += v * v;
     }
-    for (int64_t k = i; k < n; ++k) s += x[k] * x[k];
-    for (int j = 0; j < 16; ++j) s += a0[j];
-    for (int j = 0; j < 16; ++j) s += a1[j];
-    return s;
-  } else {
-    float acc[kLanes] = {};
-    for (; i + kLanes <= n; i += kLanes)
-      for (int j = 0; j < kLanes; ++j) {
-        float v = to_f32(x[i + j]);
-        acc[j] += v * v;
-      }
-    for (; i < n; ++i) {
-      float v = to_f32(x[i]);
-      s += v * v;
-    }
-    for (int j = 0; j < kLanes; ++j) s += acc[j];
-    return s;
+  float s = 0;
+  for (; i < n; ++i) {
+    float v = to_f32(x[i]);
+    s += v * v;
   }
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
 }
 
 // Sum of (x - mu)^2: the second pass of a two-pass variance.
 template <class T> inline float row_sqdev(const T* x, int64_t n, float mu) {
+  if constexpr (std::is_same_v<T, float>)
+    return row_lanes_f32(x, n, [mu](auto u) {
+      auto d = u - mu;
+      return d * d;
+    });
   float acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
