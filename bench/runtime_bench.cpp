@@ -1,8 +1,10 @@
 // Runtime benchmarks, every figure a ratio measured in this run:
 //  - bandwidth probe: STREAM-like copy and triad on the CPU device's cores (the limit);
 //  - rms_norm f32 4096x4096: achieved GB/s as a fraction of the probe's copy bandwidth;
+//  - mean / var / layer_norm over rows of 4096 f32, the same way;
 //  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
-//  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize.
+//  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize; and the
+//    same adds paced by 1 us of host work each, timing the host's call alone.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -83,6 +85,20 @@ int main() {
                gbs, gbs / p.copy_gbs);
   }
 
+  // 2b. Row reductions over the last axis (read-bound: x once, the row result is small)
+  // against the probe; layer_norm reads x twice (mean, then squared deviations) and writes it.
+  fmt::print("\nrow reductions f32, best of 30 (GB/s as a fraction of copy bandwidth):\n");
+  for (int64_t rows : {int64_t(32), int64_t(1024)}) {
+    Tensor x = randn({rows, 4096}, 3), w = ones({4096}), b = zeros({4096});
+    auto show = [&](const char* what, double s, double passes) {
+      double gbs = passes * double(x.nbytes()) / s / 1e9;
+      fmt::print("  {:>4}x4096 {:<10} {:8.1f} us  {:6.1f} GB/s = {:.2f}\n", rows, what, s * 1e6, gbs, gbs / p.copy_gbs);
+    };
+    show("mean", best_of(30, [&] { mean(x, {-1}); }), 1);
+    show("var", best_of(30, [&] { var(x, {-1}); }), 2);
+    show("layer_norm", best_of(30, [&] { layer_norm(x, w, b); }), 3);
+  }
+
   // 3. naive vs built-in.
   fmt::print("\nRMSNorm naive (six ops) vs built-in, device time (median of events):\n");
   fmt::print("{:>12} {:>12} {:>12} {:>8}\n", "shape", "naive ms", "builtin ms", "ratio");
@@ -111,6 +127,27 @@ int main() {
     }
     fmt::print("\nlaunch overhead: add on 8 elements, {} launches + 1 synchronize: {:.0f} ns per op (target <= 500)\n",
                kN, best / kN * 1e9);
+    // Paced, as under Python: ~1 us of other host work after each op, so the device keeps up
+    // and the host fills each launch while a core reads the one before (the cross-core case).
+    auto spin = [](double s) {
+      for (double t0 = now_s(); now_s() - t0 < s;) {
+      }
+    };
+    double in_add = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      double sum = 0;
+      for (int i = 0; i < kN; ++i) {
+        double t0 = now_s();
+        { Tensor z = add(a, b); }
+        sum += now_s() - t0;
+        spin(1e-6);
+      }
+      cpu().synchronize();
+      in_add = std::min(in_add, sum);
+    }
+    fmt::print("launch overhead, paced (1 us of host work between ops): {:.0f} ns per op in add(); "
+               "paced / back-to-back {:.2f}\n",
+               in_add / kN * 1e9, in_add / best);
   }
   return 0;
 }
