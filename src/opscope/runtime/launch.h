@@ -43,7 +43,8 @@ struct Launch {
 
   // The stream's queue link. Launches are recycled by the submitting side (see Stream).
   alignas(128) std::atomic<Launch*> next{nullptr};  // own lines: the scheduler polls it
-  // Drops the payload (kernel closure, keep-alive references, event) for reuse.
+  // Drops what holds resources (keep-alive references, waits, event) for reuse; every
+  // other field is written again when the launch is filled.
   void reset();
 };
 
