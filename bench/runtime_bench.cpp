@@ -1,7 +1,7 @@
 // Runtime benchmarks, every figure a ratio measured in this run:
 //  - bandwidth probe: STREAM-like copy and triad on the CPU device's cores (the limit);
 //  - rms_norm f32 4096x4096: achieved GB/s as a fraction of the probe's copy bandwidth;
-//  - mean / var / layer_norm over rows of 4096 f32, the same way;
+//  - mean / var / layer_norm over rows of 4096 (f32, bf16), the same way;
 //  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
 //  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize; and the
 //    same adds paced by 1 us of host work each, timing the host's call alone.
@@ -87,12 +87,14 @@ int main() {
 
   // 2b. Row reductions over the last axis (read-bound: x once, the row result is small)
   // against the probe; layer_norm reads x twice (mean, then squared deviations) and writes it.
-  fmt::print("\nrow reductions f32, best of 30 (GB/s as a fraction of copy bandwidth):\n");
+  fmt::print("\nrow reductions, best of 30 (GB/s as a fraction of copy bandwidth):\n");
+  for (DType dt : {DType::f32, DType::bf16})
   for (int64_t rows : {int64_t(32), int64_t(1024)}) {
-    Tensor x = randn({rows, 4096}, 3), w = ones({4096}), b = zeros({4096});
+    Tensor x = randn({rows, 4096}, 3, dt), w = ones({4096}, dt), b = zeros({4096}, dt);
     auto show = [&](const char* what, double s, double passes) {
       double gbs = passes * double(x.nbytes()) / s / 1e9;
-      fmt::print("  {:>4}x4096 {:<10} {:8.1f} us  {:6.1f} GB/s = {:.2f}\n", rows, what, s * 1e6, gbs, gbs / p.copy_gbs);
+      fmt::print("  {:>4} {:>4}x4096 {:<10} {:8.1f} us  {:6.1f} GB/s = {:.2f}\n", dtype_name(dt), rows, what, s * 1e6, gbs,
+                 gbs / p.copy_gbs);
     };
     show("mean", best_of(30, [&] { mean(x, {-1}); }), 1);
     show("var", best_of(30, [&] { var(x, {-1}); }), 2);

@@ -121,6 +121,21 @@ TEST(Reduce, RowsOfOddLengths) {
   }
 }
 
+// bf16 / f16 rows are summed in f32, lane for lane as f32 rows: the result is the f32
+// reduction of the same values, rounded once to the input's dtype.
+TEST(Reduce, HalfRowsReduceAsTheirF32Values) {
+  for (DType dt : {DType::bf16, DType::f16})
+    for (int64_t n : {1, 3, 31, 32, 33, 4097}) {
+      Tensor x = randn({5, n}, 200 + uint64_t(n), dt), xf = x.to(DType::f32);
+      std::string what = std::string(dtype_name(dt)) + " rows of " + std::to_string(n);
+      EXPECT_EQ(sum(x, {-1}).to_float_vector(), sum(xf, {-1}).to(dt).to_float_vector()) << "sum, " << what;
+      EXPECT_EQ(mean(x, {-1}).to_float_vector(), mean(xf, {-1}).to(dt).to_float_vector()) << "mean, " << what;
+      if (n > 1) {
+        EXPECT_EQ(var(x, {-1}).to_float_vector(), var(xf, {-1}).to(dt).to_float_vector()) << "var, " << what;
+      }
+    }
+}
+
 TEST(Reduce, ColumnsOfOuterAxes) {
   check_all(randn({4097, 3}, 1), {0}, 1e-5, 1e-4, "(4097, 3) axis 0");
   check_all(randn({7, 300}, 2), {0}, 1e-5, 1e-5, "(7, 300) axis 0");
