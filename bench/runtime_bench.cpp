@@ -1,7 +1,7 @@
 // Runtime benchmarks, every figure a ratio measured in this run:
 //  - bandwidth probe: STREAM-like copy and triad on the CPU device's cores (the limit);
 //  - rms_norm f32 4096x4096: achieved GB/s as a fraction of the probe's copy bandwidth;
-//  - mean / var / layer_norm over rows of 4096 (f32, bf16), the same way;
+//  - mean / var / layer_norm / rms_norm / softmax over rows of 4096 (f32, bf16, f16), the same way;
 //  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
 //  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize; and the
 //    same adds paced by 1 us of host work each, timing the host's call alone.
@@ -88,7 +88,7 @@ int main() {
   // 2b. Row reductions over the last axis (read-bound: x once, the row result is small)
   // against the probe; layer_norm reads x twice (mean, then squared deviations) and writes it.
   fmt::print("\nrow reductions, best of 30 (GB/s as a fraction of copy bandwidth):\n");
-  for (DType dt : {DType::f32, DType::bf16})
+  for (DType dt : {DType::f32, DType::bf16, DType::f16})
   for (int64_t rows : {int64_t(32), int64_t(1024)}) {
     Tensor x = randn({rows, 4096}, 3, dt), w = ones({4096}, dt), b = zeros({4096}, dt);
     auto show = [&](const char* what, double s, double passes) {
@@ -99,6 +99,8 @@ int main() {
     show("mean", best_of(30, [&] { mean(x, {-1}); }), 1);
     show("var", best_of(30, [&] { var(x, {-1}); }), 2);
     show("layer_norm", best_of(30, [&] { layer_norm(x, w, b); }), 3);
+    show("rms_norm", best_of(30, [&] { rms_norm(x, w); }), 2);
+    show("softmax", best_of(30, [&] { softmax(x, -1); }), 2);
   }
 
   // 3. naive vs built-in.

@@ -3,6 +3,7 @@
 // creation, seeded random numbers, and the errors of each.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -256,6 +257,34 @@ TEST(Tensor, ToF16) {
   std::vector<uint16_t> want = {0x2e66, 0x7bff, 0x7c00, 0x0000, 0x0001, 0xbe00};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(bits(got[i]), want[i]) << v[i];
   EXPECT_FLOAT_EQ(h.to_float_vector()[0], 0.0999755859375f);
+}
+
+// to_f32 / from_f32 convert f16 on bit patterns (so that loops vectorize); they must give
+// _Float16's own casts: every half up, and on the way down every rounding boundary (the
+// midpoint between neighbouring halves and the floats either side of it) and a sweep.
+TEST(Tensor, F16ConversionsMatchFloat16Casts) {
+  auto same = [](f16_t a, f16_t b) {
+    uint16_t x = std::bit_cast<uint16_t>(a), y = std::bit_cast<uint16_t>(b);
+    bool nan_x = (x & 0x7fff) > 0x7c00, nan_y = (y & 0x7fff) > 0x7c00;
+    return nan_x || nan_y ? nan_x && nan_y : x == y;
+  };
+  int bad = 0;
+  auto check_down = [&](float f) {
+    if (!same(from_f32<f16_t>(f), f16_t(f)) && ++bad < 5) ADD_FAILURE() << "from_f32 " << std::hexfloat << f;
+  };
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    f16_t v = std::bit_cast<f16_t>(uint16_t(h));
+    float up = to_f32(v), want = float(v);
+    bool ok = std::isnan(want) ? std::isnan(up) : std::bit_cast<uint32_t>(up) == std::bit_cast<uint32_t>(want);
+    if (!ok && ++bad < 5) ADD_FAILURE() << "to_f32 of f16 bits " << h;
+    if ((h & 0x7fff) >= 0x7c00) continue;
+    float next = float(std::bit_cast<f16_t>(uint16_t(h + 1)));
+    float mid = want + (next - want) / 2;  // exact: one more bit than f16 has
+    for (float f : {want, mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)}) check_down(f);
+  }
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4093) check_down(std::bit_cast<float>(uint32_t(u)));
+  for (float f : {65504.f, 65519.996f, 65520.f, 1e30f, INFINITY, -INFINITY, NAN, -0.f, 1e-45f}) check_down(f);
+  EXPECT_EQ(bad, 0);
 }
 
 TEST(Tensor, ToRoundTrips) {

@@ -152,49 +152,18 @@ void walk(const Shape& shape, const std::array<Strides, N>& st, int64_t lo, int6
 
 // c ? a : b as a mask blend. Plain ?: lets GCC move a floating computation feeding one
 // arm under a branch, and then it does not vectorize the loop (the op might trap).
-[[gnu::always_inline]] inline uint32_t blend_bits(bool c, uint32_t a, uint32_t b) {
-  uint32_t m = 0u - uint32_t(c);
-  return (a & m) | (b & ~m);
-}
 [[gnu::always_inline]] inline float blend(bool c, float a, float b) {
-  return std::bit_cast<float>(blend_bits(c, std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b)));
-}
-
-// f16 <-> f32 on the bit patterns: the same values as _Float16's conversions (round to
-// nearest even, denormals, inf, NaN), but GCC 12 vectorizes these loops and not those.
-// Always inlined, as are the other per-element helpers: one call left in a loop stops
-// its vectorization.
-[[gnu::always_inline]] inline float f16_load(f16_t h) {
-  uint32_t x = std::bit_cast<uint16_t>(h);
-  uint32_t em = x & 0x7fffu;
-  float mag = std::bit_cast<float>(em << 13) * 0x1p112f;  // rebias; exact for denormals too
-  uint32_t m = blend_bits(em >= 0x7c00u, (em << 13) | 0x7f800000u, std::bit_cast<uint32_t>(mag));  // inf, NaN
-  return std::bit_cast<float>(m | ((x & 0x8000u) << 16));
-}
-[[gnu::always_inline]] inline f16_t f16_store(float f) {
-  uint32_t u = std::bit_cast<uint32_t>(f);
-  uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  // normal results: rebias the exponent, round the mantissa to nearest even
-  uint32_t norm = (u + ((15u - 127u) << 23) + 0xfffu + ((u >> 13) & 1u)) >> 13;
-  // denormal results: adding 0.5 lets the FPU round at f16's denormal spacing
-  constexpr float kHalf = 0.5f;
-  uint32_t den = std::bit_cast<uint32_t>(std::bit_cast<float>(u) + kHalf) - std::bit_cast<uint32_t>(kHalf);
-  uint32_t h = blend_bits(u < (113u << 23), den, norm);
-  h = u >= (143u << 23) ? (u > 0x7f800000u ? 0x7e00u : 0x7c00u) : h;  // overflow, inf, NaN
-  return std::bit_cast<f16_t>(uint16_t(h | (sign >> 16)));
+  return std::bit_cast<float>(select_bits(c, std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b)));
 }
 
 // Arithmetic type of a storage type: f32 for floating dtypes, the integer itself otherwise.
 template <class T> using compute_t = std::conditional_t<std::is_integral_v<T>, T, float>;
 template <class T> [[gnu::always_inline]] inline compute_t<T> load(T v) {
   if constexpr (std::is_integral_v<T>) return v;
-  else if constexpr (std::is_same_v<T, f16_t>) return f16_load(v);
   else return to_f32(v);
 }
 template <class T> [[gnu::always_inline]] inline T store(compute_t<T> v) {
   if constexpr (std::is_integral_v<T>) return v;
-  else if constexpr (std::is_same_v<T, f16_t>) return f16_store(v);
   else return from_f32<T>(v);
 }
 

@@ -2,6 +2,8 @@
 // normalization kernels share. Row primitives keep kLanes independent accumulators so
 // that the compiler vectorizes them without -ffast-math (f32 addition is not associative).
 #pragma once
+#include <immintrin.h>
+
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -56,11 +58,17 @@ template <class T> [[gnu::always_inline]] inline f32x16 load_f32x16(const T* p) 
     __builtin_memcpy(&h, p, sizeof h);
     u32x16 w = __builtin_convertvector(h, u32x16) << 16;
     __builtin_memcpy(&v, &w, sizeof v);
-  } else {
-    using f16x16 = f16_t __attribute__((vector_size(32)));
-    f16x16 h;
-    __builtin_memcpy(&h, p, sizeof h);
-    v = __builtin_convertvector(h, f32x16);
+  } else {  // f16: GCC 12 turns __builtin_convertvector into 16 scalar converts
+#if defined(__AVX512F__)  // maskz: GCC 12 warns of _mm512_cvtph_ps's undefined operand
+    __m512 w = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    __builtin_memcpy(&v, &w, sizeof v);
+#elif defined(__F16C__)
+    __m256 w[2] = {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                   _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+    __builtin_memcpy(&v, w, sizeof v);
+#else
+    for (int j = 0; j < 16; ++j) v[j] = f16_to_f32(p[j]);
+#endif
   }
   return v;
 }
@@ -139,9 +147,33 @@ template <bool kMax, class A> inline bool better(A v, A m) {
   if constexpr (kMax) return v > m || v != v;
   else return v < m || v != v;
 }
+// The same per lane of two f32 vectors, as a lane mask.
+template <bool kMax> [[gnu::always_inline]] inline auto better_lanes(f32x16 v, f32x16 m) {
+  if constexpr (kMax) return (v > m) | (v != v);
+  else return (v < m) | (v != v);
+}
 
 // Largest (smallest) value of x[0..n), n >= 1.
 template <bool kMax, class Acc, class T> inline Acc row_extreme(const T* x, int64_t n) {
+  if constexpr (kFloatRow<T> && std::is_same_v<Acc, float>) {  // the lanes below, as two vectors
+    f32x16 m0 = {}, m1;
+    m0 += to_f32(x[0]);
+    m1 = m0;
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      f32x16 v0 = load_f32x16(x + i), v1 = load_f32x16(x + i + 16);
+      m0 = better_lanes<kMax>(v0, m0) ? v0 : m0;
+      m1 = better_lanes<kMax>(v1, m1) ? v1 : m1;
+    }
+    float r = m0[0];
+    for (int j = 1; j < 16; ++j) r = better<kMax>(m0[j], r) ? m0[j] : r;
+    for (int j = 0; j < 16; ++j) r = better<kMax>(m1[j], r) ? m1[j] : r;
+    for (; i < n; ++i) {
+      float v = to_f32(x[i]);
+      r = better<kMax>(v, r) ? v : r;
+    }
+    return r;
+  }
   Acc m[kLanes];
   Acc first = load_as<Acc>(x[0]);
   for (int j = 0; j < kLanes; ++j) m[j] = first;
