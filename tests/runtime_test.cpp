@@ -143,12 +143,16 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
   std::thread::id slow;
   std::mutex m;
   launch_split(dev, [&](int64_t b, int64_t e) {
+    bool first = false;  // the first chunk to run, on whichever core starts first, is held up
     {
       std::lock_guard<std::mutex> g(m);
       units[std::this_thread::get_id()] += e - b;
-      if (b == 0) slow = std::this_thread::get_id();
+      if (slow == std::thread::id()) {
+        slow = std::this_thread::get_id();
+        first = true;
+      }
     }
-    if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (first) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     for (int64_t i = b; i < e; ++i) hits[i]++;
   });
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);  // every unit exactly once
