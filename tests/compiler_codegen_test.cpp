@@ -1,5 +1,5 @@
 // Generated kernels against a double-precision reference: many seeded random graphs of
-// elementwise ops (with broadcasting) and last-axis reductions in f32 and bf16, plus the
+// elementwise ops (with broadcasting) and last-axis reductions in f32, bf16 and f16, plus the
 // known patterns (RMSNorm, softmax, layer norm, SiLU·mul) and strided operands. All
 // kernels go into one library: one compiler run for the whole suite.
 #include <gtest/gtest.h>
@@ -110,6 +110,10 @@ HostBuffer make_input(const Value& v, std::mt19937_64& rng, HostValue& ref) {
       x = bf16_value(x);
       bf16_t h = f32_to_bf16(x);
       std::memcpy(b.bytes.data() + off * 2, &h, 2);
+    } else if (v.dtype == DType::f16) {
+      f16_t h = f16_t(x);
+      x = float(h);
+      std::memcpy(b.bytes.data() + off * 2, &h, 2);
     } else {
       std::memcpy(b.bytes.data() + off * 4, &x, 4);
     }
@@ -126,6 +130,10 @@ HostBuffer make_input(const Value& v, std::mt19937_64& rng, HostValue& ref) {
       bf16_t h;
       std::memcpy(&h, b.bytes.data() + off * 2, 2);
       ref.v[size_t(i)] = bf16_to_f32(h);
+    } else if (v.dtype == DType::f16) {
+      f16_t h;
+      std::memcpy(&h, b.bytes.data() + off * 2, 2);
+      ref.v[size_t(i)] = float(h);
     } else {
       float x;
       std::memcpy(&x, b.bytes.data() + off * 4, 4);
@@ -168,7 +176,7 @@ void check_kernel(const FusedKernel& k, KernelEntry f, uint64_t seed) {
     const Value& ov = b.values[b.outputs[i]];
     const HostBuffer& ob = bufs[b.inputs.size() + i];
     bool bf = ov.dtype == DType::bf16 || low;
-    double rtol = bf ? 3e-2 : 2e-3;
+    double rtol = bf ? 3e-2 : ov.dtype == DType::f16 ? 5e-3 : 2e-3;
     int bad = 0;
     for (int64_t j = 0; j < ov.shape.numel(); ++j) {
       float got;
@@ -176,6 +184,10 @@ void check_kernel(const FusedKernel& k, KernelEntry f, uint64_t seed) {
         bf16_t h;
         std::memcpy(&h, ob.bytes.data() + j * 2, 2);
         got = bf16_to_f32(h);
+      } else if (ov.dtype == DType::f16) {
+        f16_t h;
+        std::memcpy(&h, ob.bytes.data() + j * 2, 2);
+        got = float(h);
       } else {
         std::memcpy(&got, ob.bytes.data() + j * 4, 4);
       }
@@ -194,9 +206,9 @@ TEST(CompilerCodegen, RandomAndKnownGraphsMatchReference) {
   std::deque<Graph> graphs;
   const std::vector<Shape> domains = {{4097}, {3, 5}, {7, 33}, {4, 5, 64}, {2, 1, 40}, {1, 1}, {5, 1}, {2, 300}};
   int n_random = 0;
-  for (int i = 0; i < 36; ++i) {
+  for (int i = 0; i < 42; ++i) {
     const Shape& d = domains[size_t(i) % domains.size()];
-    DType dt = i % 3 == 2 ? DType::bf16 : DType::f32;
+    DType dt = i >= 36 ? DType::f16 : i % 3 == 2 ? DType::bf16 : DType::f32;
     graphs.push_back(random_graph(1000 + uint64_t(i), d, dt, 4 + i % 9));
     ++n_random;
   }
@@ -207,11 +219,15 @@ TEST(CompilerCodegen, RandomAndKnownGraphsMatchReference) {
   graphs.push_back(layer_norm_graph({5, 257}, DType::f32));
   graphs.push_back(silu_mul_graph({3, 4097}, DType::f32));
   graphs.push_back(silu_mul_graph({2, 100}, DType::bf16));
+  graphs.push_back(rms_norm_graph({3, 1000}, DType::f16));
+  graphs.push_back(softmax_graph({2, 3, 64}, DType::f16));
+  graphs.push_back(layer_norm_graph({5, 257}, DType::f16));
   graphs.push_back(strided_graph());
   // Results of 8 MiB or more are streamed: odd row lengths (a line boundary anywhere in
   // a row), a flat loop over an odd count, bf16 lines of 32, a softmax's last pass.
   graphs.push_back(rms_norm_graph({520, 4097}));
   graphs.push_back(rms_norm_graph({1030, 4099}, DType::bf16));
+  graphs.push_back(rms_norm_graph({1030, 4099}, DType::f16));
   graphs.push_back(silu_mul_graph({2100001}, DType::f32));
   graphs.push_back(softmax_graph({1100, 2000}, DType::f32));
 
