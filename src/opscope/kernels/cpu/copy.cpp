@@ -1,9 +1,11 @@
 #include "opscope/kernels/cpu/copy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 
+#include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/strided.h"
 #include "opscope/runtime/runtime.h"
 
@@ -28,18 +30,74 @@ inline To convert(From v) {
 
 int64_t blocks(int64_t n) { return (n + kElemBlock - 1) / kElemBlock; }
 
+// A contiguous dst whose last two dims are src's transposed (src's row stride is 1): the
+// plain walk reads one element per cache line, and with a power-of-two stride every line
+// of a tile falls in the same cache set. Copied in kR x kC blocks through a buffer
+// instead: each src line and each dst line is read or written whole, once. kR src lines'
+// worth of a src row at a time, since a stride of pages defeats the hardware prefetcher.
+constexpr int64_t kR = 64, kC = 16;
+bool is_transposed_copy(const Tensor& dst, const Shape& shape, const std::array<Strides, 2>& st) {
+  int nd = shape.size();
+  return dst.is_contiguous() && nd >= 2 && st[1][nd - 2] == 1 && std::abs(st[1][nd - 1]) > 1;
+}
+
+template <class To, class From>
+void transposed_copy(To* out, const From* in, const Shape& shape, const std::array<Strides, 2>& st, int64_t b,
+                     int64_t e) {
+  int nd = shape.size();
+  int64_t R = shape[nd - 2], C = shape[nd - 1], sc = st[1][nd - 1], row_blocks = (R + kR - 1) / kR;
+  To tile[kR][kC];
+  for (int64_t u = b; u < e; ++u) {
+    int64_t p = u / row_blocks, r0 = (u % row_blocks) * kR, rn = std::min(kR, R - r0);
+    int64_t sbase = 0;
+    for (int64_t rem = p, d = nd - 3; d >= 0; --d) {
+      sbase += (rem % shape[int(d)]) * st[1][int(d)];
+      rem /= shape[int(d)];
+    }
+    To* o = out + p * R * C + r0 * C;
+    const From* x = in + sbase + r0;
+    for (int64_t c0 = 0; c0 < C; c0 += kC) {
+      int64_t cn = std::min(kC, C - c0);
+      for (int64_t c = 0; c < cn; ++c)
+        for (int64_t r = 0; r < rn; ++r) tile[r][c] = convert<To>(x[(c0 + c) * sc + r]);
+      if (cn == kC)  // a fixed count: a vector store (GCC makes a variable one `rep movs`)
+        for (int64_t r = 0; r < rn; ++r)
+          for (int64_t c = 0; c < kC; ++c) o[r * C + c0 + c] = tile[r][c];
+      else
+        for (int64_t r = 0; r < rn; ++r)
+          for (int64_t c = 0; c < cn; ++c) o[r * C + c0 + c] = tile[r][c];
+    }
+  }
+}
+
 }  // namespace
 
 void launch_copy(const Tensor& dst, const Tensor& src) {
   int64_t n = dst.numel();
   Shape shape = src.shape();
   std::array<Strides, 2> strides{dst.strides(), src.strides()};
+  coalesce<2>(shape, strides);
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
   DType dt = dst.dtype(), st = src.dtype();
   bool flat = src.is_contiguous() && dst.is_contiguous() && dt == st;
   LaunchSpec spec;
   spec.name = dt == st ? fmt::format("copy_{}", dtype_name(dt)) : fmt::format("cast_{}_{}", dtype_name(st), dtype_name(dt));
+  if (!flat && is_transposed_copy(dst, shape, strides)) {
+    int nd = shape.size();
+    spec.work = n / (shape[nd - 2] * shape[nd - 1]) * ((shape[nd - 2] + kR - 1) / kR);  // planes x row blocks
+    spec.grain = std::max<int64_t>(1, kElemBlock * kElemGrainBlocks / (kR * shape[nd - 1]));
+    spec.bytes = n * int64_t(itemsize(dt) + itemsize(st));
+    spec.body = [=](int64_t b, int64_t e) {
+      OPSCOPE_DISPATCH_ALL(dt, To, [&] {
+        OPSCOPE_DISPATCH_ALL(st, From, [&] {
+          transposed_copy(reinterpret_cast<To*>(d), reinterpret_cast<const From*>(s), shape, strides, b, e);
+        });
+      });
+    };
+    runtime::launch(dst.device(), std::move(spec), {&src}, {&dst});
+    return;
+  }
   spec.work = blocks(n);
   spec.grain = kElemGrainBlocks;
   spec.bytes = n * int64_t(itemsize(dt) + itemsize(st));
@@ -54,7 +112,7 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
       OPSCOPE_DISPATCH_ALL(st, From, [&] {
         To* out = reinterpret_cast<To*>(d);
         const From* in = reinterpret_cast<const From*>(s);
-        for_each_run<2>(shape, strides, lo, hi, [&](auto off, auto inner, int64_t count) {
+        walk<2>(shape, strides, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
           To* o = out + off[0];
           const From* x = in + off[1];
           int64_t os = inner[0], is = inner[1];

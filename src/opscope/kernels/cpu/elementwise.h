@@ -8,6 +8,7 @@
 //   strided  higher ranks through for_each_run, inner loops as above.
 // Floating dtypes compute in f32 and round once; i32/i64 wrap around on overflow.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -98,35 +99,21 @@ void elementwise_layout(const Tensor& out, const std::array<const Tensor*, N - 1
   coalesce<N>(shape, strides);
 }
 
-// Walks elements [lo, hi) of the coalesced index space (operand 0 is the contiguous
-// output) and calls run(offsets, inner strides, count) for each run: one run when 1-d,
-// one per row when 2-d (the last-dim broadcasts x * w and x * r), for_each_run beyond.
-// A 2-d operand read across its rows (a transpose) is walked in tiles of kTileRows
-// rows x kTileCols columns, so each cache line and page it touches serves all the rows.
+// Walks elements [lo, hi) of the coalesced index space (operand 0 is the output) and
+// calls run(offsets, inner strides, count) for each run: one run when 1-d, one per row of
+// each (rows, cols) plane of the last two dims beyond. An operand read across its rows
+// (a transpose) is walked in tiles of kTileRows rows x kTileCols columns, so each cache
+// line and page it touches serves all the rows; without one, higher ranks go through
+// for_each_run.
 constexpr int64_t kTileRows = 16, kTileCols = 256;
+
+// Elements [lo, hi) of one (rows, h) plane whose element (0, 0) is at `base`.
 template <int N, class F>
-void walk(const Shape& shape, const std::array<Strides, N>& st, int64_t lo, int64_t hi, F&& run) {
-  std::array<int64_t, N> off{}, inner{};
-  if (shape.size() <= 1) {
-    for (int k = 0; k < N; ++k) {
-      inner[k] = shape.size() ? st[k][0] : 1;
-      off[k] = lo * inner[k];
-    }
-    run(off, inner, hi - lo);
-    return;
-  }
-  if (shape.size() > 2) {
-    for_each_run<N>(shape, st, lo, hi, run);
-    return;
-  }
-  int64_t h = shape[1];
-  bool tiled = false;
-  for (int k = 0; k < N; ++k) {
-    inner[k] = st[k][1];
-    tiled = tiled || (std::abs(st[k][1]) > 1 && std::abs(st[k][0]) < std::abs(st[k][1]));
-  }
+void walk_plane(int64_t h, const std::array<int64_t, N>& base, const std::array<int64_t, N>& row_stride,
+                const std::array<int64_t, N>& inner, bool tiled, int64_t lo, int64_t hi, F& run) {
+  std::array<int64_t, N> off{};
   auto row = [&](int64_t r, int64_t j, int64_t count) {
-    for (int k = 0; k < N; ++k) off[k] = r * st[k][0] + j * st[k][1];
+    for (int k = 0; k < N; ++k) off[k] = base[k] + r * row_stride[k] + j * inner[k];
     run(off, inner, count);
   };
   int64_t r = lo / h, j = lo - r * h, i = lo;
@@ -146,6 +133,48 @@ void walk(const Shape& shape, const std::array<Strides, N>& st, int64_t lo, int6
   r += rows;
   i += rows * h;
   if (i < hi) row(r, 0, hi - i);  // the partial last row
+}
+
+template <int N, class F>
+void walk(const Shape& shape, const std::array<Strides, N>& st, int64_t lo, int64_t hi, F&& run) {
+  int nd = shape.size();
+  if (nd <= 1) {
+    std::array<int64_t, N> off{}, inner{};
+    for (int k = 0; k < N; ++k) {
+      inner[k] = nd ? st[k][0] : 1;
+      off[k] = lo * inner[k];
+    }
+    run(off, inner, hi - lo);
+    return;
+  }
+  std::array<int64_t, N> row_stride{}, inner{};
+  bool tiled = false;
+  for (int k = 0; k < N; ++k) {
+    row_stride[k] = st[k][nd - 2];
+    inner[k] = st[k][nd - 1];
+    tiled = tiled || (std::abs(inner[k]) > 1 && std::abs(row_stride[k]) < std::abs(inner[k]));
+  }
+  int64_t h = shape[nd - 1];
+  if (nd == 2) {
+    walk_plane<N>(h, {}, row_stride, inner, tiled, lo, hi, run);
+    return;
+  }
+  if (!tiled) {
+    for_each_run<N>(shape, st, lo, hi, run);
+    return;
+  }
+  // Ranks above 2 with a transposed operand: plane by plane (batched transposes, permutes).
+  int64_t plane = shape[nd - 2] * h;
+  for (int64_t p = lo / plane; p * plane < hi; ++p) {
+    std::array<int64_t, N> base{};
+    for (int64_t rem = p, d = nd - 3; d >= 0; --d) {
+      int64_t idx = rem % shape[int(d)];
+      rem /= shape[int(d)];
+      for (int k = 0; k < N; ++k) base[k] += idx * st[k][int(d)];
+    }
+    int64_t a = std::max(lo, p * plane) - p * plane, b = std::min(hi, (p + 1) * plane) - p * plane;
+    walk_plane<N>(h, base, row_stride, inner, tiled, a, b, run);
+  }
 }
 
 // ---- per-element helpers of the loops ----
