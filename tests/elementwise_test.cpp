@@ -402,7 +402,7 @@ TEST(Elementwise, SplitAcrossCores) {
 
 // Outputs of 8 MiB and more are written with streaming stores (stream_store.h): every
 // layout the kernels pick — flat, scalar, the row broadcasts x * r and x * w, strided
-// inputs, 16-bit outputs — over odd row lengths, so lines start mid-row and cores split
+// inputs, 16-bit outputs (bf16, f16) — over odd row lengths, so lines start mid-row and cores split
 // mid-line, against the reference.
 TEST(Elementwise, StreamedOutputsPastTheCaches) {
   CpuDevice dev(2);
@@ -429,6 +429,15 @@ TEST(Elementwise, StreamedOutputsPastTheCaches) {
     Tensor xb = input(h, DType::bf16, -2, 2, 55, &dev), zb = input(h, DType::bf16, -2, 2, 56, &dev);
     check_binary(add_case, xb, zb, DType::bf16, "bf16 x + z streamed");
     check_binary(add_case, xb.slice(0, 1, 1031), zb.slice(0, 0, 1030), DType::bf16, "bf16 offset views streamed");
+    // f16 goes through f32 blocks and the hardware's converts: whole, offset by one element
+    // (the stores unaligned), against a scalar, and unary.
+    Tensor xh = input(h, DType::f16, -2, 2, 57, &dev), zh = input(h, DType::f16, -2, 2, 58, &dev);
+    check_binary(add_case, xh, zh, DType::f16, "f16 x + z streamed");
+    check_binary(mul_case, xh.slice(0, 1, 1031), zh.slice(0, 0, 1030), DType::f16, "f16 offset views streamed");
+    std::vector<float> xhv = xh.to_float_vector();
+    expect_close(xh * 3.0, map_ref([](double a) { return a * 3; }, xhv), DType::f16, 0, "f16 x * 3 streamed");
+    expect_close(opscope::exp(xh), map_ref([](double a) { return std::exp(a); }, xhv), DType::f16, 3e-7,
+                 "f16 exp streamed");
   }
   dev.synchronize();
 }

@@ -292,6 +292,25 @@ TEST(Reduce, ArgmaxMatchesReference) {
   }
 }
 
+// Rows search for their max 16 elements at a time: the first of tied maxima wins wherever
+// it falls (inside a block, a block's first or last lane, the tail), in every float dtype.
+TEST(Reduce, ArgmaxTakesTheFirstOfTiedMaxima) {
+  const int64_t n = 100;  // six blocks of 16 and a tail of 4
+  std::vector<std::vector<int64_t>> maxima = {{5, 37}, {16, 17}, {31, 32, 99}, {97, 98}, {0, 99}, {63}};
+  std::vector<float> host;
+  for (const auto& at : maxima) {
+    std::vector<float> row(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) row[size_t(i)] = float((i * 7) % 13) - 6.f;  // below 50
+    for (int64_t i : at) row[size_t(i)] = 50.f;
+    host.insert(host.end(), row.begin(), row.end());
+  }
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    Tensor x = from_host(host, {int64_t(maxima.size()), n}, dt);
+    std::vector<int64_t> got = argmax(x, 1).to_vector<int64_t>();
+    for (size_t r = 0; r < maxima.size(); ++r) EXPECT_EQ(got[r], maxima[r][0]) << dtype_name(dt) << " row " << r;
+  }
+}
+
 TEST(Reduce, BadInput) {
   Tensor x = randn({2, 3}, 17);
   expect_error([&] { sum(x, {1, -1}); }, "[sum]", "appears twice");

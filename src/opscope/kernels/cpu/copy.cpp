@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/strided.h"
 #include "opscope/runtime/runtime.h"
 
@@ -80,7 +81,7 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
   DType dt = dst.dtype(), st = src.dtype();
-  bool flat = src.is_contiguous() && dst.is_contiguous() && dt == st;
+  bool dense = src.is_contiguous() && dst.is_contiguous(), flat = dense && dt == st;
   LaunchSpec spec;
   spec.name = dt == st ? fmt::format("copy_{}", dtype_name(dt)) : fmt::format("cast_{}_{}", dtype_name(st), dtype_name(dt));
   if (!flat && is_transposed_copy(dst, shape, strides)) {
@@ -106,6 +107,14 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
     if (flat) {
       size_t sz = itemsize(dt);
       std::memcpy(d + lo * sz, s + lo * sz, size_t(hi - lo) * sz);
+      return;
+    }
+    if (dense && st == DType::f16 && dt == DType::f32) {  // the hardware's converts (half_rows.h)
+      f16_row_to_f32(reinterpret_cast<const f16_t*>(s) + lo, reinterpret_cast<float*>(d) + lo, hi - lo);
+      return;
+    }
+    if (dense && st == DType::f32 && dt == DType::f16) {
+      f32_row_to_f16(reinterpret_cast<const float*>(s) + lo, reinterpret_cast<f16_t*>(d) + lo, hi - lo, false);
       return;
     }
     OPSCOPE_DISPATCH_ALL(dt, To, [&] {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/stream_store.h"
 
 namespace opscope::cpu_kernels {
@@ -80,8 +81,26 @@ template <class T> struct Scalar {
 
 // o is contiguous within a run (the launch's out is); `stream`: o is large enough for
 // streaming stores (stream_store.h).
+// Elements [i0, i0 + m) of an f16 source as f32.
+template <class S> void to_f32_block(const S& src, int64_t i0, int64_t m, float* buf) {
+  if constexpr (std::is_same_v<S, Vec<f16_t>>) f16_row_to_f32(src.p + i0, buf, m);
+  else
+    for (int64_t j = 0; j < m; ++j) buf[j] = src[i0 + j];
+}
+
 template <class Op, class T, class A, class B>
 void binary_loop(A a, B b, T* __restrict o, int64_t n, bool stream) {
+  if constexpr (std::is_same_v<T, f16_t>) {  // through f32 blocks: the hardware converts (half_rows.h)
+    alignas(64) float fa[kHalfBlock], fb[kHalfBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+      int64_t m = std::min(kHalfBlock, n - i0);
+      to_f32_block(a, i0, m, fa);
+      to_f32_block(b, i0, m, fb);
+      for (int64_t j = 0; j < m; ++j) fa[j] = Op::f(fa[j], fb[j]);
+      f32_row_to_f16(fa, o + i0, m, stream);
+    }
+    return;
+  }
   if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(a[i], b[i])); });
   else
     for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(a[i], b[i]));

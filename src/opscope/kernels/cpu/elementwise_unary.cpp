@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "opscope/kernels/cpu/elementwise.h"
+#include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/stream_store.h"
 
 namespace opscope::cpu_kernels {
@@ -250,6 +251,16 @@ template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
 template <class Op, class T>
 void unary_flat(const T* __restrict x, T* __restrict o, int64_t n, bool stream) {
+  if constexpr (std::is_same_v<T, f16_t>) {  // through f32 blocks: the hardware converts (half_rows.h)
+    alignas(64) float buf[kHalfBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+      int64_t m = std::min(kHalfBlock, n - i0);
+      f16_row_to_f32(x + i0, buf, m);
+      for (int64_t j = 0; j < m; ++j) buf[j] = Op::f(buf[j]);
+      f32_row_to_f16(buf, o + i0, m, stream);
+    }
+    return;
+  }
   if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(load(x[i]))); });
   else
     for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i])));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/reduce.h"
 #include "opscope/kernels/cpu/stream_store.h"
 
@@ -45,35 +46,8 @@ template <class T, class F> inline void write_row(T* __restrict y, int64_t n, bo
   write_elements(y, n, stream, [&](int64_t i) { return from_f32<T>(f(i)); });
 }
 
-// ---- f16 rows. GCC 12 converts _Float16 with one scalar instruction per element (or, on
-// bit patterns, a dozen vector ones per 16), the hardware 16 at once: so an f16 kernel
-// converts each row into an f32 buffer, runs the f32 kernel on it, and converts the result
-// back. The values are those of converting element by element. ----
-void f16_row_to_f32(const f16_t* x, float* xf, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    f32x16 v = load_f32x16(x + i);
-    std::memcpy(xf + i, &v, sizeof v);
-  }
-  for (; i < n; ++i) xf[i] = to_f32(x[i]);
-}
-
-void f32_row_to_f16(const float* yf, f16_t* y, int64_t n, bool stream) {
-#if defined(__AVX512F__)
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    // maskz: GCC 12 warns of _mm512_cvtps_ph's undefined operand
-    __m256i h = _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(yf + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    auto* dst = reinterpret_cast<__m256i*>(y + i);
-    if (stream && (reinterpret_cast<uintptr_t>(dst) & 31) == 0) _mm256_stream_si256(dst, h);
-    else _mm256_storeu_si256(dst, h);
-  }
-  for (; i < n; ++i) y[i] = from_f32<f16_t>(yf[i]);
-#else
-  write_elements(y, n, stream, [&](int64_t i) { return from_f32<f16_t>(yf[i]); });
-#endif
-}
-
+// ---- f16 rows: each converted into an f32 buffer (half_rows.h), the f32 kernel run on
+// it, and the result converted back ----
 // Runs row(xf, yf), an f32 kernel over one row, for each f16 row r in [b, e) of x into y.
 // The callers' rows are noinline lambdas: inlined here, the f32 kernel ran out of registers
 // and reloaded its pointers from the stack at every step (layer_norm 32x4096: 50 -> 29 us).

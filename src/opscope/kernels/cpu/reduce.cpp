@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/strided.h"
 #include "opscope/runtime/device.h"
 
@@ -56,7 +57,18 @@ template <class T> inline int64_t row_argmax(const T* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
       if (load_as<Acc>(x[i]) != load_as<Acc>(x[i])) return i;
   }
-  for (int64_t i = 0; i < n; ++i)
+  int64_t i = 0;
+  if constexpr (kFloatRow<T>) {  // 16 at a time: the search is as long as the max's pass
+    for (; i + 16 <= n; i += 16) {
+      auto hit = load_f32x16(x + i) == m;
+      int any = 0;
+      for (int j = 0; j < 16; ++j) any |= hit[j];
+      if (any)
+        for (int j = 0; j < 16; ++j)
+          if (hit[j]) return i + j;
+    }
+  }
+  for (; i < n; ++i)
     if (load_as<Acc>(x[i]) == m) return i;
   return 0;
 }
@@ -138,15 +150,30 @@ template <K kind, class T> out_t<kind, T> combine(const Partial<T>* ps, int64_t 
   }
 }
 
+// The c <= kColBlock elements of a row at q, as the loops below read them: f16 rows are
+// converted into a buffer first (half_rows.h; GCC vectorizes those loops 4 wide otherwise).
+template <class T> struct ColRow {
+  float buf[std::is_same_v<T, f16_t> ? kColBlock : 1];
+  [[gnu::always_inline]] auto operator()(const T* q, int64_t c) {
+    if constexpr (std::is_same_v<T, f16_t>) {
+      f16_row_to_f32(q, buf, c);
+      return static_cast<const float*>(buf);
+    } else {
+      return q;
+    }
+  }
+};
+
 // ---- columns: out[k0, j] over p[k0*ks0 + r*rs + j], j unit-stride ----
 template <K kind, class T>
 void reduce_cols(const T* p, int64_t rs, int64_t R, int64_t c, out_t<kind, T>* o, int64_t correction) {
   using Out = out_t<kind, T>;
   using Acc = acc_t<T>;
+  ColRow<T> row;
   if constexpr (kind == K::sum || kind == K::mean || kind == K::var) {
     Acc acc[kColBlock] = {};
     for (int64_t r = 0; r < R; ++r) {
-      const T* q = p + r * rs;
+      auto q = row(p + r * rs, c);
       for (int64_t j = 0; j < c; ++j) acc[j] += load_as<Acc>(q[j]);
     }
     if constexpr (kind == K::sum) {
@@ -161,7 +188,7 @@ void reduce_cols(const T* p, int64_t rs, int64_t R, int64_t c, out_t<kind, T>* o
       float mu[kColBlock], m2[kColBlock] = {};
       for (int64_t j = 0; j < c; ++j) mu[j] = float(acc[j]) / float(R);
       for (int64_t r = 0; r < R; ++r) {
-        const T* q = p + r * rs;
+        auto q = row(p + r * rs, c);
         for (int64_t j = 0; j < c; ++j) {
           float d = load_as<float>(q[j]) - mu[j];
           m2[j] += d * d;
@@ -173,7 +200,7 @@ void reduce_cols(const T* p, int64_t rs, int64_t R, int64_t c, out_t<kind, T>* o
     Acc m[kColBlock];
     for (int64_t j = 0; j < c; ++j) m[j] = load_as<Acc>(p[j]);
     for (int64_t r = 1; r < R; ++r) {
-      const T* q = p + r * rs;
+      auto q = row(p + r * rs, c);
       for (int64_t j = 0; j < c; ++j) {
         Acc v = load_as<Acc>(q[j]);
         m[j] = better<kind == K::max>(v, m[j]) ? v : m[j];
@@ -185,7 +212,7 @@ void reduce_cols(const T* p, int64_t rs, int64_t R, int64_t c, out_t<kind, T>* o
     int64_t idx[kColBlock] = {};
     for (int64_t j = 0; j < c; ++j) m[j] = load_as<Acc>(p[j]);
     for (int64_t r = 1; r < R; ++r) {
-      const T* q = p + r * rs;
+      auto q = row(p + r * rs, c);
       for (int64_t j = 0; j < c; ++j) {
         Acc v = load_as<Acc>(q[j]);
         bool take = m[j] == m[j] && better<true>(v, m[j]);  // keep the first NaN / first max

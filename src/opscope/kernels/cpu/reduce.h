@@ -32,7 +32,7 @@ constexpr int kLanes = 32;
 // Accumulator of a reduction over T: f32 for floating types, i64 for integers.
 template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, float>;
 
-template <class Acc, class T> inline Acc load_as(T v) {
+template <class Acc, class T> [[gnu::always_inline]] inline Acc load_as(T v) {
   if constexpr (std::is_integral_v<T>) return Acc(v);
   else return Acc(to_f32(v));
 }
