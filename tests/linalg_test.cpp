@@ -159,6 +159,14 @@ TEST(Matmul, SixteenBitTypes) {
     expect_close(y.to_float_vector(), naive2d(a, b), rtol, 0.05, std::string(dtype_name(dt)));
     Tensor at = a.transpose(0, 1).contiguous().transpose(0, 1);  // same values, transposed layout
     expect_close(matmul(at, b).to_float_vector(), naive2d(a, b), rtol, 0.05, std::string(dtype_name(dt)) + " transposed");
+    // Transposed operands are converted as they lie and passed to sgemm transposed.
+    Tensor bt = b.transpose(0, 1).contiguous().transpose(0, 1);
+    expect_close(matmul(a, bt).to_float_vector(), naive2d(a, b), rtol, 0.05, std::string(dtype_name(dt)) + " b transposed");
+    expect_close(matmul(at, bt).to_float_vector(), naive2d(a, b), rtol, 0.05, std::string(dtype_name(dt)) + " both");
+    // linear's layout, x @ w^T, with N > M so that the launch splits by columns of w^T.
+    Tensor x = randn({8, 70}, 82, dt), w = randn({300, 70}, 83, dt);
+    expect_close(matmul(x, w.transpose(0, 1)).to_float_vector(), naive2d(x, w.transpose(0, 1).contiguous()), rtol, 0.05,
+                 std::string(dtype_name(dt)) + " x @ w^T");
     Tensor ab = randn({2, 1, 6, 5}, 80, dt), bb = randn({3, 5, 4}, 81, dt);
     expect_close(matmul(ab, bb).to_float_vector(),
                  naive(ab.to_float_vector(), bb.to_float_vector(), 6, 6, 5, 4, [](int64_t i) { return i / 3; },

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "opscope/core/dtype.h"
 #include "opscope/kernels/cpu/stream_store.h"
@@ -44,6 +45,19 @@ inline void f32_row_to_f16(const float* yf, f16_t* y, int64_t n, bool stream) {
                      _mm256_cvtps_ph(_mm256_loadu_ps(yf + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #endif
   for (; i < n; ++i) y[i] = from_f32<f16_t>(yf[i]);
+}
+
+// Any floating row to and from f32: f16 through the converts above, the rest as plain
+// loops (which vectorize).
+template <class T> inline void row_to_f32(const T* x, float* y, int64_t n) {
+  if constexpr (std::is_same_v<T, f16_t>) f16_row_to_f32(x, y, n);
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = to_f32(x[i]);
+}
+template <class T> inline void row_from_f32(const float* x, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, f16_t>) f32_row_to_f16(x, y, n, false);
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = from_f32<T>(x[i]);
 }
 
 }  // namespace opscope::cpu_kernels

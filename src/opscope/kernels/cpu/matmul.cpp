@@ -7,6 +7,8 @@
 #include <mutex>
 #include <vector>
 
+#include "opscope/kernels/cpu/half_rows.h"
+
 namespace opscope::cpu_kernels {
 
 namespace {
@@ -57,14 +59,26 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
   float* fa = buf.data();
   float* fb = fa + m * k;
   float* fc = fb + k * n;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p < k; ++p) fa[i * k + p] = to_f32(a.p[i * a.s_r + p * a.s_c]);
-  for (int64_t p = 0; p < k; ++p)
-    for (int64_t j = 0; j < n; ++j) fb[p * n + j] = to_f32(b.p[p * b.s_r + j * b.s_c]);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, fa, int(k), fb, int(n), 0.0f,
-              fc, int(n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = from_f32<T>(fc[i * n + j]);
+  // Unit-stride rows convert as rows (half_rows.h: f16 with the hardware's converts); a
+  // transposed operand (linear's weight) is converted as it lies and given to sgemm as such.
+  bool ta = a.s_c != 1 && a.s_r == 1, tb = b.s_c != 1 && b.s_r == 1;
+  if (ta)
+    for (int64_t p = 0; p < k; ++p) row_to_f32(a.p + p * a.s_c, fa + p * m, m);
+  else
+    for (int64_t i = 0; i < m; ++i)
+      if (a.s_c == 1) row_to_f32(a.p + i * a.s_r, fa + i * k, k);
+      else
+        for (int64_t p = 0; p < k; ++p) fa[i * k + p] = to_f32(a.p[i * a.s_r + p * a.s_c]);
+  if (tb)
+    for (int64_t j = 0; j < n; ++j) row_to_f32(b.p + j * b.s_c, fb + j * k, k);
+  else
+    for (int64_t p = 0; p < k; ++p)
+      if (b.s_c == 1) row_to_f32(b.p + p * b.s_r, fb + p * n, n);
+      else
+        for (int64_t j = 0; j < n; ++j) fb[p * n + j] = to_f32(b.p[p * b.s_r + j * b.s_c]);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              1.0f, fa, int(ta ? m : k), fb, int(tb ? k : n), 0.0f, fc, int(n));
+  for (int64_t i = 0; i < m; ++i) row_from_f32(fc + i * n, c + i * ldc, n);
 }
 
 }  // namespace
