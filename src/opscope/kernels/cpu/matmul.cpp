@@ -52,6 +52,22 @@ template <class T> struct Mat {
   int64_t s_r, s_c;
 };
 
+// x (rows x cols) as f32 into out: row-major, or, when x is transposed (unit row stride,
+// as linear's weight), as it lies (cols x rows, row-major), for sgemm to take transposed;
+// returns whether it did the latter. Unit-stride rows convert as rows (half_rows.h: f16
+// with the hardware's converts); loops over runtime strides do not vectorize.
+template <class T> bool to_f32_matrix(Mat<T> x, int64_t rows, int64_t cols, float* out) {
+  if (x.s_c != 1 && x.s_r == 1) {
+    for (int64_t j = 0; j < cols; ++j) row_to_f32(x.p + j * x.s_c, out + j * rows, rows);
+    return true;
+  }
+  for (int64_t i = 0; i < rows; ++i)
+    if (x.s_c == 1) row_to_f32(x.p + i * x.s_r, out + i * cols, cols);
+    else
+      for (int64_t j = 0; j < cols; ++j) out[i * cols + j] = to_f32(x.p[i * x.s_r + j * x.s_c]);
+  return false;
+}
+
 // C[m x n] (row stride ldc) = A[m x k] @ B[k x n] for 16-bit types: convert, sgemm, convert.
 template <class T>
 void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int64_t k, std::vector<float>& buf) {
@@ -59,23 +75,7 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
   float* fa = buf.data();
   float* fb = fa + m * k;
   float* fc = fb + k * n;
-  // Unit-stride rows convert as rows (half_rows.h: f16 with the hardware's converts); a
-  // transposed operand (linear's weight) is converted as it lies and given to sgemm as such.
-  bool ta = a.s_c != 1 && a.s_r == 1, tb = b.s_c != 1 && b.s_r == 1;
-  if (ta)
-    for (int64_t p = 0; p < k; ++p) row_to_f32(a.p + p * a.s_c, fa + p * m, m);
-  else
-    for (int64_t i = 0; i < m; ++i)
-      if (a.s_c == 1) row_to_f32(a.p + i * a.s_r, fa + i * k, k);
-      else
-        for (int64_t p = 0; p < k; ++p) fa[i * k + p] = to_f32(a.p[i * a.s_r + p * a.s_c]);
-  if (tb)
-    for (int64_t j = 0; j < n; ++j) row_to_f32(b.p + j * b.s_c, fb + j * k, k);
-  else
-    for (int64_t p = 0; p < k; ++p)
-      if (b.s_c == 1) row_to_f32(b.p + p * b.s_r, fb + p * n, n);
-      else
-        for (int64_t j = 0; j < n; ++j) fb[p * n + j] = to_f32(b.p[p * b.s_r + j * b.s_c]);
+  bool ta = to_f32_matrix(a, m, k, fa), tb = to_f32_matrix(b, k, n, fb);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
               1.0f, fa, int(ta ? m : k), fb, int(tb ? k : n), 0.0f, fc, int(n));
   for (int64_t i = 0; i < m; ++i) row_from_f32(fc + i * n, c + i * ldc, n);
