@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "opscope/kernels/cpu/half_rows.h"
@@ -75,15 +74,19 @@ int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kMinElemsPerCore / st
 
 // ---- softmax: max, then e^(x-max) into an f32 row (L1/L2-resident) and its sum, then
 // write e/sum ----
-template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int64_t n, bool stream) {
+// `scratch`: an f32 row to use (else one is allocated), for callers that run one row at a time.
+template <class T>
+void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int64_t n, bool stream, float* scratch = nullptr) {
   if constexpr (std::is_same_v<T, f16_t>) {
+    std::vector<float> row(static_cast<size_t>(n));
+    float* t = row.data();
     return f16_rows_as_f32(x, y, b, e, n, stream,
-                           [n](const float* xf, float* yf) __attribute__((noinline)) {
-                             softmax_rows<float>(xf, yf, 0, 1, n, false);
+                           [n, t](const float* xf, float* yf) __attribute__((noinline)) {
+                             softmax_rows<float>(xf, yf, 0, 1, n, false, t);
                            });
   }
-  std::vector<float> row(static_cast<size_t>(n));
-  float* __restrict t = row.data();
+  std::vector<float> row(scratch ? 0 : static_cast<size_t>(n));
+  float* __restrict t = scratch ? scratch : row.data();
   for (int64_t r = b; r < e; ++r) {
     const T* __restrict xr = x + r * n;
     float m = row_extreme<true, float>(xr, n);
