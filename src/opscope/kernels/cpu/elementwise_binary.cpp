@@ -79,8 +79,6 @@ template <class T> struct Scalar {
   [[gnu::always_inline]] compute_t<T> operator[](int64_t) const { return v; }
 };
 
-// o is contiguous within a run (the launch's out is); `stream`: o is large enough for
-// streaming stores (stream_store.h).
 // Elements [i0, i0 + m) of an f16 source as f32.
 template <class S> void to_f32_block(const S& src, int64_t i0, int64_t m, float* buf) {
   if constexpr (std::is_same_v<S, Vec<f16_t>>) f16_row_to_f32(src.p + i0, buf, m);
@@ -88,6 +86,8 @@ template <class S> void to_f32_block(const S& src, int64_t i0, int64_t m, float*
     for (int64_t j = 0; j < m; ++j) buf[j] = src[i0 + j];
 }
 
+// o is contiguous within a run (the launch's out is); `stream`: o is large enough for
+// streaming stores (stream_store.h).
 template <class Op, class T, class A, class B>
 void binary_loop(A a, B b, T* __restrict o, int64_t n, bool stream) {
   if constexpr (std::is_same_v<T, f16_t>) {  // through f32 blocks: the hardware converts (half_rows.h)

@@ -73,9 +73,7 @@ template <class T> const float* plane_as_f32(const T* x, int64_t n, float* buf) 
   if constexpr (std::is_same_v<T, float>) {
     return x;
   } else {
-    if constexpr (std::is_same_v<T, f16_t>) f16_row_to_f32(x, buf, n);
-    else
-      for (int64_t i = 0; i < n; ++i) buf[i] = to_f32(x[i]);
+    row_to_f32(x, buf, n);
     return buf;
   }
 }
