@@ -5,11 +5,20 @@
 //  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
 //  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize; and the
 //    same adds paced by 1 us of host work each, timing the host's call alone.
+//
+//   runtime_bench                      everything above
+//   runtime_bench --rms-norm [--json PATH]
+//                                      the probe and fused rms_norm f32 at 4096x4096 and
+//                                      16384x8192 only (the GPU check runs it at several
+//                                      OPSCOPE_CPU_CORES to measure the device's scaling)
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "opscope/cases/rmsnorm.h"
@@ -67,23 +76,69 @@ Probe bandwidth_probe(int64_t n) {
   return {2.0 * n * 4 / tc / 1e9, 3.0 * n * 4 / tt / 1e9};
 }
 
+// Fused rms_norm f32 on rows x hidden against the probe's copy rate; prints one line and
+// returns its figures.
+nlohmann::json rms_norm_vs_probe(int64_t rows, int64_t hidden, const Probe& p) {
+  Tensor x = randn({rows, hidden}, 1), w = rand({hidden}, 2);
+  double t = best_of(10, [&] { rms_norm(x, w); });
+  double gbs = 2.0 * x.nbytes() / t / 1e9;
+  fmt::print("rms_norm f32 {}x{}: {:.3f} ms, {:.1f} GB/s = {:.2f} of copy bandwidth (target >= 0.80)\n", rows, hidden,
+             t * 1e3, gbs, gbs / p.copy_gbs);
+  return {{"shape", fmt::format("{}x{}", rows, hidden)}, {"ms", t * 1e3}, {"gbs", gbs}, {"of_copy", gbs / p.copy_gbs}};
+}
+
+// --rms-norm: the probe and the fused kernel alone, as JSON too when asked.
+// The probe's arrays are 512 MiB here: past any L3 (the H200's 16-core host has 300 MiB,
+// where 128 MiB arrays read as 4x the memory's rate), like the 512 MiB x of 16384x8192.
+int rms_norm_only(const char* json_path) {
+  const int64_t probe_floats = int64_t(128) << 20;
+  Probe p = bandwidth_probe(probe_floats);
+  fmt::print("bandwidth probe (512 MiB arrays): copy {:.1f} GB/s, triad {:.1f} GB/s\n", p.copy_gbs, p.triad_gbs);
+  nlohmann::json rows = nlohmann::json::array();
+  rows.push_back(rms_norm_vs_probe(4096, 4096, p));
+  rows.push_back(rms_norm_vs_probe(16384, 8192, p));
+  if (json_path) {
+    nlohmann::json j = {{"device", cpu().description()}, {"cores", cpu().num_cores()}, {"copy_gbs", p.copy_gbs},
+                        {"triad_gbs", p.triad_gbs}, {"probe_array_bytes", probe_floats * 4}, {"rms_norm", rows}};
+    std::string tmp = std::string(json_path) + ".tmp";
+    std::ofstream(tmp) << j.dump(2) << "\n";
+    if (std::rename(tmp.c_str(), json_path) != 0) {
+      fmt::print(stderr, "runtime_bench: --json: cannot write '{}'\n", json_path);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  bool only = false;
+  const char* json_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--rms-norm") {
+      only = true;
+    } else if (a == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
+    } else {
+      fmt::print(stderr, "runtime_bench: unknown argument '{}' (usage: runtime_bench [--rms-norm [--json PATH]])\n", a);
+      return 64;
+    }
+  }
+  if (json_path && !only) {
+    fmt::print(stderr, "runtime_bench: --json goes with --rms-norm\n");
+    return 64;
+  }
   fmt::print("{}\n\n", cpu().description());
+  if (only) return rms_norm_only(json_path);
 
   // 1. The machine's limit.
   Probe p = bandwidth_probe(int64_t(32) << 20);  // 128 MiB per array
   fmt::print("bandwidth probe (128 MiB arrays): copy {:.1f} GB/s, triad {:.1f} GB/s\n", p.copy_gbs, p.triad_gbs);
 
   // 2. rms_norm f32 4096x4096 against the probe.
-  {
-    Tensor x = randn({4096, 4096}, 1), w = rand({4096}, 2);
-    double t = best_of(10, [&] { rms_norm(x, w); });
-    double gbs = 2.0 * x.nbytes() / t / 1e9;
-    fmt::print("rms_norm f32 4096x4096: {:.3f} ms, {:.1f} GB/s = {:.2f} of copy bandwidth (target >= 0.80)\n", t * 1e3,
-               gbs, gbs / p.copy_gbs);
-  }
+  rms_norm_vs_probe(4096, 4096, p);
 
   // 2b. Row reductions over the last axis (read-bound: x once, the row result is small)
   // against the probe; layer_norm reads x twice (mean, then squared deviations) and writes it.

@@ -13,15 +13,15 @@ mkdir -p "$B"
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPSCOPE_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DOPSCOPE_EXPLORER_UI=OFF > "$B/gpu-bundle.cmake.log" 2>&1 || { cat "$B/gpu-bundle.cmake.log"; exit 1; }
 grep -q 'building the CUDA device' "$B/gpu-bundle.cmake.log" || { echo "gpu-bundle: CMake found no CUDA toolkit: nothing to bundle" >&2; exit 1; }
-ninja -C "$B" -j "${GPU_BUNDLE_JOBS:-2}" opscope_tests gpu_rmsnorm_bench
+ninja -C "$B" -j "${GPU_BUNDLE_JOBS:-2}" opscope_tests gpu_rmsnorm_bench runtime_bench
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/opscope-gpu/bin" "$stage/opscope-gpu/lib"
-cp "$B/tests/opscope_tests" "$B/bench/gpu_rmsnorm_bench" "$stage/opscope-gpu/bin/"
+cp "$B/tests/opscope_tests" "$B/bench/gpu_rmsnorm_bench" "$B/bench/runtime_bench" "$stage/opscope-gpu/bin/"
 cp -L "$B/libopscope.so" "$stage/opscope-gpu/lib/"
 # What the binaries load from this system, less glibc, the C++ runtime and CUDA's own.
-ldd "$B/tests/opscope_tests" "$B/bench/gpu_rmsnorm_bench" | awk '/=> \//{print $3}' | sort -u |
+ldd "$B/tests/opscope_tests" "$B/bench/gpu_rmsnorm_bench" "$B/bench/runtime_bench" | awk '/=> \//{print $3}' | sort -u |
   grep -v -E '/(libc|libm|libpthread|libdl|librt|libutil|libstdc\+\+|libgcc_s)\.so|/ld-linux|/cuda|libopscope' |
   while read -r lib; do cp -L "$lib" "$stage/opscope-gpu/lib/"; done
 git rev-parse HEAD > "$stage/opscope-gpu/COMMIT"

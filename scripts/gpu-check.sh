@@ -4,7 +4,10 @@
 # test suites, the RMSNorm bench (naive / fused / compiled against a device copy probe)
 # and, where PyTorch with CUDA is installed, the same shapes in torch (eager, F.rms_norm,
 # torch.compile). Writes OUT_DIR/results.md (one table per dtype, PASS/FAIL per target),
-# and per step a log, steps.tsv, gtest-gpu.xml, bench.json, torch.json.
+# and per step a log, steps.tsv, gtest-gpu.xml, bench.json, torch.json. It also measures the
+# CPU device's scaling with cores: fused rms_norm against the copy probe (runtime_bench
+# --rms-norm) at OPSCOPE_CPU_CORES = 2, 4, 8, 16 (cpu-cores-N.json). A machine whose
+# nvidia-smi sees a GPU fails the check when every GPU test skips.
 #
 #   scripts/gpu-check.sh OUT_DIR
 #
@@ -96,6 +99,7 @@ fi
 # else configured and built here, only what the check runs.
 TESTS="$BUILD/tests/opscope_tests"
 BENCH="$BUILD/bench/gpu_rmsnorm_bench"
+CPU_BENCH="$BUILD/bench/runtime_bench"
 BUNDLE=${GPU_CHECK_BUNDLE:-.gpu-bundle/bundle.tar.xz}
 built=0
 if [[ -f "$BUNDLE" ]]; then
@@ -104,6 +108,7 @@ if [[ -f "$BUNDLE" ]]; then
     cat "$UNPACK/opscope-gpu/COMMIT" >> "$OUT/unpack.log" || true
     TESTS="$UNPACK/opscope-gpu/bin/opscope_tests"
     BENCH="$UNPACK/opscope-gpu/bin/gpu_rmsnorm_bench"
+    CPU_BENCH="$UNPACK/opscope-gpu/bin/runtime_bench"
     # CUDA's libraries: the toolkit's folder, else the pip wheels' (nvidia/*/lib).
     cuda_libs=$(python3 - 2> /dev/null <<'PY' || true
 import glob, site
@@ -122,7 +127,7 @@ GEN=()
 command -v ninja > /dev/null && GEN=(-G Ninja)
 if ((built == 0)) && run_step configure 120 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DOPSCOPE_CUDA=ON -DOPSCOPE_BUILD_TESTS=ON -DOPSCOPE_BUILD_BENCH=ON; then
-  targets=(opscope_tests)
+  targets=(opscope_tests runtime_bench)
   if grep -q 'building the CUDA device' "$OUT/configure.log"; then
     targets+=(gpu_rmsnorm_bench)
   else
@@ -132,14 +137,21 @@ if ((built == 0)) && run_step configure 120 cmake -S . -B "$BUILD" "${GEN[@]}" -
     built=1
     TESTS="$BUILD/tests/opscope_tests"
     BENCH="$BUILD/bench/gpu_rmsnorm_bench"
+    CPU_BENCH="$BUILD/bench/runtime_bench"
   fi
 fi
 
-# 3. The CUDA test suites (they skip, with the reason, without a GPU).
+# 3. The CUDA test suites (they skip, with the reason, without a GPU). Where nvidia-smi saw a
+# GPU, a run in which every test skipped is a failure: the device was not reached.
 if ((built)); then
   run_step gpu-tests 120 "$TESTS" \
     '--gtest_filter=CudaDevice*:Cupti*:CompiledCuda*:CompilerCuda*' \
     "--gtest_output=xml:$OUT/gtest-gpu.xml" || true
+  if grep -q $'^nvidia-smi\tok' "$OUT/steps.tsv" && [[ -f "$OUT/gtest-gpu.xml" ]] &&
+    python3 scripts/gpu_check_report.py --all-skipped "$OUT/gtest-gpu.xml"; then
+    echo "gpu-check: nvidia-smi sees a GPU but every GPU test skipped" | tee -a "$OUT/gpu-tests.log"
+    restatus "failed (all skipped on a GPU machine)"
+  fi
 else
   printf 'gpu-tests\tskipped (no build)\t-\t0\t-\n' >> "$OUT/steps.tsv"
 fi
@@ -155,6 +167,18 @@ if ((built)) && [[ -x "$BENCH" ]]; then
   ((rc == 0 || rc == 3)) && gpu=1
 else
   printf 'bench\tskipped (not built)\t-\t0\t-\n' >> "$OUT/steps.tsv"
+fi
+
+# 4b. The CPU device's scaling with cores: the probe and fused rms_norm at each core count
+# the machine has (cpu-cores-N.json; the report's "CPU device" table).
+if ((built)) && [[ -x "$CPU_BENCH" ]]; then
+  for cores in 2 4 8 16; do
+    ((cores > $(nproc))) && continue
+    run_step "cpu-cores-$cores" 40 env OPSCOPE_CPU_CORES=$cores "$CPU_BENCH" --rms-norm \
+      --json "$OUT/cpu-cores-$cores.json" || true
+  done
+else
+  printf 'cpu-cores\tskipped (not built)\t-\t0\t-\n' >> "$OUT/steps.tsv"
 fi
 
 # 5. PyTorch on the same shapes, when it is here with CUDA.

@@ -8,7 +8,12 @@ per dtype with a PASS/FAIL per target:
   ahead of torch.compile  fused and compiled both faster than torch.compile
   correct                 every opscope result within tolerance of the CPU device's
 
+and a table of the CPU device's scaling with cores (cpu-cores-N.json: fused rms_norm f32
+against the copy probe at each OPSCOPE_CPU_CORES), which has no target.
+
   gpu_check_report.py OUT_DIR
+  gpu_check_report.py --all-skipped GTEST_XML   exit 0 when the report holds tests and
+                                                every one of them skipped
 """
 import json
 import os
@@ -43,8 +48,8 @@ def steps_of(out):
     return rows
 
 
-def gtest_summary(path):
-    """ "12 tests: 10 passed, 0 failed, 2 skipped (names...)" from a gtest XML report."""
+def gtest_cases(path):
+    """(passed, failed, skipped) test names from a gtest XML report; None if unreadable."""
     try:
         import xml.etree.ElementTree as ET
         root = ET.parse(path).getroot()
@@ -59,12 +64,54 @@ def gtest_summary(path):
             skipped.append(name)
         else:
             passed.append(name)
+    return passed, failed, skipped
+
+
+def gtest_summary(path, gpu_seen):
+    """ "10 passed, 0 failed, 2 skipped" from a gtest XML report."""
+    cases = gtest_cases(path)
+    if cases is None:
+        return None
+    passed, failed, skipped = cases
     text = "%d passed, %d failed, %d skipped" % (len(passed), len(failed), len(skipped))
     if failed:
         text += "; failed: " + ", ".join(failed)
-    if skipped and not passed:
-        text += " (all skipped: no GPU)" if not failed else ""
+    if skipped and not passed and not failed:
+        text += (" (all skipped on a machine whose nvidia-smi sees a GPU: FAIL)" if gpu_seen
+                 else " (all skipped: no GPU)")
     return text
+
+
+def cpu_scaling(out):
+    """The CPU device table: one row per core count measured (cpu-cores-N.json)."""
+    runs = []
+    for name in sorted(os.listdir(out)):
+        if name.startswith("cpu-cores-") and name.endswith(".json"):
+            j = load(os.path.join(out, name))
+            if j and "error" not in j:
+                runs.append(j)
+    if not runs:
+        return []
+    runs.sort(key=lambda j: j.get("cores", 0))
+    base = runs[0]
+    md = ["## CPU device: scaling with cores", "",
+          "runtime_bench --rms-norm at each OPSCOPE_CPU_CORES: the copy probe (%d MiB arrays, read + "
+          "write) and fused rms_norm f32 (best of 10), GB/s; speedup against %d cores." % (
+              base.get("probe_array_bytes", 128 << 20) >> 20, base["cores"]), "",
+          "| cores | copy GB/s | triad GB/s | rms_norm 4096x4096 GB/s | of copy | rms_norm 16384x8192 GB/s "
+          "| of copy | copy speedup | rms_norm 16384x8192 speedup |",
+          "|" + "---|" * 9]
+    def big(j):
+        rows = j.get("rms_norm", [])
+        return rows[-1] if rows else {}
+    for j in runs:
+        small = (j.get("rms_norm") or [{}])[0]
+        md.append("| %d | %.1f | %.1f | %.1f | %.2f | %.1f | %.2f | %.2fx | %.2fx |" % (
+            j["cores"], j["copy_gbs"], j["triad_gbs"], small.get("gbs", 0), small.get("of_copy", 0),
+            big(j).get("gbs", 0), big(j).get("of_copy", 0), j["copy_gbs"] / base["copy_gbs"],
+            big(j).get("gbs", 0) / max(big(base).get("gbs", 0), 1e-9)))
+    md.append("")
+    return md
 
 
 def index(results):
@@ -93,6 +140,12 @@ def verdict(ok):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--all-skipped":
+        cases = gtest_cases(sys.argv[2])
+        return 0 if cases and cases[2] and not cases[0] and not cases[1] else 1
+    if len(sys.argv) != 2:
+        print("usage: gpu_check_report.py OUT_DIR | --all-skipped GTEST_XML", file=sys.stderr)
+        return 64
     out = sys.argv[1]
     bench = load(os.path.join(out, "bench.json"))
     torch = load(os.path.join(out, "torch.json"))
@@ -113,7 +166,12 @@ def main():
         md.append("Failed steps: %s (see their logs)." % ", ".join(s[0] for s in failed))
         md.append("")
 
-    tests = gtest_summary(os.path.join(out, "gtest-gpu.xml"))
+    gpu_seen = any(s[0] == "nvidia-smi" and s[1] == "ok" for s in steps)
+    tests = gtest_summary(os.path.join(out, "gtest-gpu.xml"), gpu_seen)
+    cases = gtest_cases(os.path.join(out, "gtest-gpu.xml"))
+    if gpu_seen and cases and cases[2] and not cases[0] and not cases[1] and \
+            not any(s[0] == "gpu-tests" and s[1] != "ok" for s in failed):
+        failed.append(["gpu-tests", "failed (all skipped on a GPU machine)", "", "", ""])
     if tests:
         md.append("GPU tests: " + tests)
         md.append("")
@@ -142,7 +200,7 @@ def main():
         md.append("PyTorch %s%s." % (torch["torch_version"],
                                      ("; " + torch["f_rms_norm"]) if torch.get("f_rms_norm") else ""))
         md.append("")
-    md.append("Times are µs per call (CUDA events around N calls after warm-up, best of 3 rounds).")
+    md.append("Times are µs per call (CUDA events around N calls after warm-up; naive, fused and compiled alternated, best of 5 rounds; PyTorch's likewise).")
     md.append("")
 
     b, t = index(bench if bench and "error" not in bench else None), index(torch)
@@ -199,6 +257,7 @@ def main():
             cells += [bw, cv, vt, co]
             md.append("| " + " | ".join(cells) + " |")
         md.append("")
+    md += cpu_scaling(out)
     md.append("## Targets")
     md.append("")
     names = {"fused_bw": "fused rms_norm ≥ 85% of the probe on x ≥ 64 MiB",

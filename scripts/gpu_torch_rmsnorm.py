@@ -4,7 +4,7 @@ dtypes, byte count and timing): torch eager op by op (naive), F.rms_norm (torch 
 and torch.compile of the naive function.
 
 Timing: torch.cuda.Event around N calls after warm-up (torch.compile: after its compile),
-best of 3 rounds; us per call = elapsed / N. GB/s counts read x + w, write y.
+best of 5 rounds; us per call = elapsed / N. GB/s counts read x + w, write y.
 The JSON is rewritten after every row, so a run cut short by a timeout keeps what it had.
 
   gpu_torch_rmsnorm.py --json OUT.json [--shapes 1x4096,...] [--dtypes f32,bf16] [--ms 100]
@@ -48,7 +48,7 @@ def main():
         return 2
     dev = torch.device("cuda", 0)
     out["device"] = torch.cuda.get_device_name(0)
-    out["timing"] = "torch.cuda.Event around N calls after warm-up; best of 3 rounds"
+    out["timing"] = "torch.cuda.Event around N calls after warm-up; best of 5 rounds"
     save()
 
     # One compiled function per signature (no dynamic shapes: each shape is specialized,
@@ -80,7 +80,7 @@ def main():
 
         one = max(rounds(3) / 3, 1e-3)
         n = int(min(max(args.ms / 3 / one, 5), 2000))
-        return min(rounds(n) / n for _ in range(3)) * 1e3
+        return min(rounds(n) / n for _ in range(5)) * 1e3
 
     impls = [("torch_naive", naive)]
     if hasattr(F, "rms_norm"):
