@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -34,6 +35,36 @@ void launch_gated(Device& dev, std::atomic<bool>& gate, std::atomic<int>& done, 
 }
 
 }  // namespace
+
+// A device of another type that takes a slot: names count devices of their own type.
+class OtherTypeDevice final : public Device {
+ public:
+  OtherTypeDevice() : Device(DeviceType::cuda) {}
+  int num_cores() const override { return 1; }
+  std::string description() const override { return "test device"; }
+  void notify_work() override {}
+};
+
+TEST(Runtime, DeviceNamesCountDevicesOfTheirOwnType) {
+  // Slots are shared by every type (profiles key devices by them); the name's number is
+  // the lowest free among devices of the same type. On a GPU machine the check found
+  // the process's CPU device named "cpu:1" because cuda(0) had taken slot 0.
+  std::set<std::string> cpu_names;
+  for (int i = 0; i < Device::kMaxDevices; ++i)
+    if (Device* d = Device::by_index(i); d && d->type() == DeviceType::cpu) cpu_names.insert(d->name());
+  auto other = std::make_unique<OtherTypeDevice>();
+  auto a = std::make_unique<CpuDevice>(1, false);
+  auto b = std::make_unique<CpuDevice>(1, false);
+  EXPECT_EQ(other->name().rfind("cuda:", 0), 0u) << other->name();
+  EXPECT_FALSE(cpu_names.count(a->name())) << a->name() << " repeats a live CPU device's name";
+  EXPECT_FALSE(cpu_names.count(b->name())) << b->name();
+  EXPECT_NE(a->name(), b->name());
+  EXPECT_NE(a->index(), b->index());
+  std::string a_name = a->name();
+  a.reset();  // its number is free again
+  CpuDevice c(1, false);
+  EXPECT_EQ(c.name(), a_name);
+}
 
 TEST(Runtime, LaunchReturnsBeforeKernelEnds) {
   CpuDevice dev(2);

@@ -8,6 +8,7 @@
 #include "opscope/core/error.h"
 #include "opscope/profiler/hooks.h"
 #include "opscope/profiler/memory.h"
+#include "opscope/runtime/device.h"
 #include "opscope/runtime/op_scope.h"
 
 namespace opscope {
@@ -83,7 +84,8 @@ void* CachingAllocator::reserve_and_alloc(size_t size) {
 void CachingAllocator::fail_out_of_memory(size_t size) const {
   AllocatorStats st = stats();
   const char* op = OpScope::current();
-  std::string device = backend_ ? backend_->device_name : fmt::format("cpu:{}", device_index_);
+  const Device* dev = Device::by_index(device_index_);
+  std::string device = backend_ ? backend_->device_name : dev ? dev->name() : fmt::format("cpu:{}", device_index_);
   std::string capacity = st.capacity > 0 ? fmt::format(", capacity {}", prof::format_memory(st.capacity)) : "";
   // Where the CPU device's capacity comes from, so the user knows what to change.
   if (!backend_ && st.capacity > 0) capacity += " (MemAvailable at start, or OPSCOPE_CPU_MEMORY)";

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <utility>
+
 #include "opscope/core/error.h"
 
 namespace opscope {
@@ -9,6 +12,33 @@ namespace opscope {
 namespace {
 std::array<std::atomic<Device*>, Device::kMaxDevices> g_devices{};
 Device* const kReserved = reinterpret_cast<Device*>(1);
+
+// The name's number of each live slot by type: a CPU device is "cpu:N" by the CPU
+// devices alive, not by its slot, so the process's CPU device is cpu:0 even when a
+// CUDA device took slot 0 first.
+std::mutex g_ordinals_m;
+std::array<std::pair<DeviceType, int>, Device::kMaxDevices> g_ordinals{};
+std::array<bool, Device::kMaxDevices> g_ordinal_live{};
+
+// The lowest number no live device of type `t` has.
+int claim_ordinal(DeviceType t, int index, int wanted) {
+  std::lock_guard<std::mutex> g(g_ordinals_m);
+  int o = wanted;
+  for (int cand = 0; o < 0; ++cand) {
+    bool taken = false;
+    for (int i = 0; i < Device::kMaxDevices && !taken; ++i)
+      taken = g_ordinal_live[size_t(i)] && g_ordinals[size_t(i)] == std::make_pair(t, cand);
+    if (!taken) o = cand;
+  }
+  g_ordinals[size_t(index)] = {t, o};
+  g_ordinal_live[size_t(index)] = true;
+  return o;
+}
+
+void release_ordinal(int index) {
+  std::lock_guard<std::mutex> g(g_ordinals_m);
+  g_ordinal_live[size_t(index)] = false;
+}
 
 // The lowest free slot; indexes of destroyed devices are reused.
 int claim_index() {
@@ -23,13 +53,16 @@ int claim_index() {
 Device::Device(DeviceType t) : Device(t, -1, nullptr) {}
 
 Device::Device(DeviceType t, int ordinal, const AllocatorBackend* backend)
-    : type_(t), index_(claim_index()), ordinal_(ordinal >= 0 ? ordinal : index_), allocator_(index_, backend) {
+    : type_(t), index_(claim_index()), ordinal_(claim_ordinal(t, index_, ordinal)), allocator_(index_, backend) {
   g_devices[index_].store(this);
   streams_[0] = std::make_unique<Stream>(*this, 0);
   num_streams_.store(1, std::memory_order_release);
 }
 
-Device::~Device() { g_devices[index_].store(nullptr); }
+Device::~Device() {
+  release_ordinal(index_);
+  g_devices[index_].store(nullptr);
+}
 
 Device* Device::by_index(int index) {
   if (index < 0 || index >= kMaxDevices) return nullptr;
