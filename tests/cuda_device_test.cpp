@@ -79,6 +79,8 @@ TEST(CudaDevice, CopiesAndCreationMatchTheCpu) {
       expect_close(d, c, 0, "randn");  // same seed, same values
       expect_close(rand({n}, 7, dt, &g), rand({n}, 7, dt), 0, "rand");
       expect_close(c.to(g), c, 0, "to(cuda)");
+      expect_close(c.to(g).clone(), c, 0, "clone (one cudaMemcpyAsync)");
+      expect_close(c.to(g).slice(0, 1, n).clone(), c.slice(0, 1, n), 0, "clone of an offset view");
       expect_close(full({n}, 2.5, dt, &g), full({n}, 2.5, dt), 0, "full");
       expect_close(zeros({n}, dt, &g), zeros({n}, dt), 0, "zeros");
       expect_close(arange(0, double(n), 1, dt, &g), arange(0, double(n), 1, dt), 0, "arange");
@@ -151,7 +153,8 @@ TEST(CudaDevice, FusedKernelsMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   Device& g = cuda(0);
   for (DType dt : {DType::f32, DType::bf16, DType::f16})
-    for (int64_t n : {1, 3, 33, 1024, 1025, 4096, 4097}) {
+    // 2048 .. 16384: rows in a block's registers, 1 to 16 chunks a thread.
+    for (int64_t n : {1, 3, 33, 1024, 1025, 2048, 4096, 4097, 4104, 16384}) {
       Tensor c = randn({7, n}, 5, dt), d = c.to(g);
       Tensor w = rand({n}, 6, dt, nullptr, 0.5f, 1.5f), b = randn({n}, 7, dt);
       Tensor wd = w.to(g), bd = b.to(g);
@@ -252,7 +255,8 @@ TEST(CudaDevice, AsyncSemanticsAndErrors) {
   // Mixed devices.
   msg = error_of([&] { add(randn({2}, 1), randn({2}, 1, DType::f32, &g)); });
   EXPECT_EQ(msg.rfind("[add] ", 0), 0u) << msg;
-  EXPECT_NE(msg.find("cpu:0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(cpu().name()), std::string::npos) << msg;
+  EXPECT_EQ(cpu().name(), "cpu:0") << "the process's CPU device, whichever device came first";
   EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
   // No CUDA kernel for integer math yet: a clear error at the call.
   msg = error_of([&] { add(from_host_i64({1}, {1}, &g), 1.0); });

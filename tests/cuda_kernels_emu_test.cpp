@@ -69,8 +69,18 @@ template <class F> static int run(F f, unsigned grid, unsigned block) {
   void* arg = 0;
   return ofs_emu_launch((void*)&call_fn<F>, 1, &arg, grid, block);
 }
+// block: 0 warp per row, 1 block per row, 2 the row in a block's registers (K chunks a
+// thread as the launcher picks them; -3 for a row that form does not take).
+#define REGS(T, KERNEL, ...)                                                                      \
+  (reg_row_chunks(cols, sizeof(T)) == 1    ? run([=] { KERNEL##_regs<T, 1>(__VA_ARGS__); }, grid, kRegRowBlock)  \
+   : reg_row_chunks(cols, sizeof(T)) == 2    ? run([=] { KERNEL##_regs<T, 2>(__VA_ARGS__); }, grid, kRegRowBlock)  \
+   : reg_row_chunks(cols, sizeof(T)) == 4  ? run([=] { KERNEL##_regs<T, 4>(__VA_ARGS__); }, grid, kRegRowBlock)  \
+   : reg_row_chunks(cols, sizeof(T)) == 8  ? run([=] { KERNEL##_regs<T, 8>(__VA_ARGS__); }, grid, kRegRowBlock)  \
+   : reg_row_chunks(cols, sizeof(T)) == 16 ? run([=] { KERNEL##_regs<T, 16>(__VA_ARGS__); }, grid, kRegRowBlock) \
+                                           : -3)
 #define PATHS(T, KERNEL, ...)                                                             \
-  (block ? (vec ? run([=] { KERNEL##_block<T, true>(__VA_ARGS__); }, grid, kRowBlock)   \
+  (block == 2 ? REGS(T, KERNEL, __VA_ARGS__) :                                            \
+  block ? (vec ? run([=] { KERNEL##_block<T, true>(__VA_ARGS__); }, grid, kRowBlock)   \
                 : run([=] { KERNEL##_block<T, false>(__VA_ARGS__); }, grid, kRowBlock)) \
          : (vec ? run([=] { KERNEL##_warp<T, true>(__VA_ARGS__); }, grid, 256)          \
                 : run([=] { KERNEL##_warp<T, false>(__VA_ARGS__); }, grid, 256)))
@@ -88,6 +98,7 @@ template <class T> static int sm(int block, int vec, void* y, const void* x, lon
   return vec ? run([=] { softmax_warp<T, true>(yp, xp, rows, cols); }, grid, 256)
              : run([=] { softmax_warp<T, false>(yp, xp, rows, cols); }, grid, 256);
 }
+extern "C" int emu_reg_row_chunks(long long cols, int elem_bytes) { return reg_row_chunks(cols, elem_bytes); }
 extern "C" int emu_rms_norm(int bf, int block, int vec, void* y, const void* x, const void* w, long long rows, long long cols, float eps, unsigned grid) {
   return bf ? rms<bf16>(block, vec, y, x, w, rows, cols, eps, grid) : rms<float>(block, vec, y, x, w, rows, cols, eps, grid);
 }
@@ -324,7 +335,7 @@ void expect_near_all(const Buf& y, const std::vector<double>& ref, bool bf, cons
 struct RowCase {
   int64_t rows, cols;
   bool bf;
-  bool block;  // block per row (else warp per row)
+  int block;  // 0 warp per row, 1 block per row, 2 the row in a block's registers
   bool vec;
 };
 
@@ -340,15 +351,36 @@ std::vector<RowCase> row_cases() {
       cs.push_back({5, cols, bf, block, false});
       if (cols % pack == 0) cs.push_back({5, cols, bf, block, true});
     }
-    cs.push_back({3, 40, bf, true, false});  // block path on a short row: most threads idle
-    cs.push_back({3, 64, bf, true, true});
+    cs.push_back({3, 40, bf, 1, false});  // block path on a short row: most threads idle
+    cs.push_back({3, 64, bf, 1, true});
+    // Register rows: 1 to 16 chunks a thread, the last chunks of some threads past the
+    // row's end (1032 = 258 f32 packs in 512 slots, 129 bf16 packs in 256; 4104 = 1026
+    // f32 packs in 2048).
+    for (int64_t cols : {int64_t(1032), int64_t(2048), int64_t(4104), int64_t(16384)})
+      if (cols % pack == 0) cs.push_back({5, cols, bf, 2, true});
   }
   return cs;
 }
 
 std::string name_of(const RowCase& c) {
-  return std::string(c.bf ? "bf16" : "f32") + (c.block ? " block" : " warp") + (c.vec ? " vec" : " scalar") +
+  return std::string(c.bf ? "bf16" : "f32") + (c.block == 2 ? " regs" : c.block ? " block" : " warp") + (c.vec ? " vec" : " scalar") +
          " rows=" + std::to_string(c.rows) + " cols=" + std::to_string(c.cols);
+}
+
+// Which rows the launchers keep in a block's registers, and in how many chunks a thread.
+TEST_F(CudaKernelsEmu, RegisterRowsTakeRowsBetweenAWarpsAndTheRegistersLimit) {
+  auto f = fn<int (*)(long long, int)>("emu_reg_row_chunks");
+  EXPECT_EQ(f(1024, 4), 0);      // a warp's row
+  EXPECT_EQ(f(1028, 4), 2);      // 257 packs: two chunks for some threads
+  EXPECT_EQ(f(4096, 4), 4);
+  EXPECT_EQ(f(4100, 4), 8);
+  EXPECT_EQ(f(8192, 4), 8);
+  EXPECT_EQ(f(16384, 4), 16);
+  EXPECT_EQ(f(16388, 4), 0);     // past 16 chunks: the two-pass block kernel
+  EXPECT_EQ(f(4098, 4), 0);      // not a whole number of packs
+  EXPECT_EQ(f(2048, 2), 1);      // bf16: 256 packs, one each
+  EXPECT_EQ(f(32768, 2), 16);
+  EXPECT_EQ(f(32776, 2), 0);
 }
 
 TEST_F(CudaKernelsEmu, RmsNormMatchesReference) {
@@ -398,7 +430,7 @@ TEST_F(CudaKernelsEmu, LayerNormMatchesReference) {
 TEST_F(CudaKernelsEmu, SoftmaxMatchesReference) {
   auto f = fn<SmFn>("emu_softmax");
   for (const RowCase& c : row_cases()) {
-    if (c.block && c.vec) continue;  // the block softmax has one (scalar) path
+    if (c.block == 2 || (c.block && c.vec)) continue;  // the block softmax has one (scalar) path
     int64_t n = c.rows * c.cols;
     std::vector<float> xv = randoms(n, 6 + c.cols, -8, 8);
     Buf x(xv, c.bf, c.vec ? 0 : 1), y(std::vector<float>(n), c.bf, c.vec ? 0 : 1);
@@ -615,6 +647,26 @@ TEST_F(CudaKernelsEmu, CastsBetweenF32Bf16AndF16) {
   ASSERT_EQ(f(1, 1, bcopy.data(), bsrc35.data(), &t, 1), 0);
   for (int64_t i = 0; i < 5; ++i)
     for (int64_t j = 0; j < 7; ++j) EXPECT_EQ(bcopy[i * 7 + j].bits, bsrc35[j * 5 + i].bits) << i << "," << j;
+}
+
+// Which copies the launcher hands to cudaMemcpyAsync: both sides row-major without gaps.
+TEST(CudaLayout, DenseRowMajorOperandsCopyAsOneMemcpy) {
+  cuda_impl::Layout l;
+  l.ndim = 3;
+  int64_t shape[3] = {2, 3, 4}, dense[3] = {12, 4, 1};
+  for (int d = 0; d < 3; ++d) l.shape[d] = shape[d], l.stride[0][d] = dense[d], l.stride[1][d] = dense[d];
+  EXPECT_TRUE(cuda_impl::dense_row_major(l, 0));
+  EXPECT_TRUE(cuda_impl::dense_row_major(l, 1));
+  l.stride[1][1] = 1, l.stride[1][2] = 3;  // a transposed source: strided kernel
+  EXPECT_FALSE(cuda_impl::dense_row_major(l, 1));
+  l.stride[1][1] = 8, l.stride[1][2] = 1;  // rows of a wider tensor: a gap after each row
+  EXPECT_FALSE(cuda_impl::dense_row_major(l, 1));
+  l.stride[1][0] = 0, l.stride[1][1] = 4;  // broadcast along dim 0
+  EXPECT_FALSE(cuda_impl::dense_row_major(l, 1));
+  l.shape[0] = 1;  // ... which has size 1: any stride walks the same memory
+  EXPECT_TRUE(cuda_impl::dense_row_major(l, 1));
+  cuda_impl::Layout scalar;  // 0 dims: one element
+  EXPECT_TRUE(cuda_impl::dense_row_major(scalar, 0));
 }
 
 TEST_F(CudaKernelsEmu, ConcatOfViewsAndEmptyInputs) {
