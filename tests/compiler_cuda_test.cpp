@@ -314,7 +314,13 @@ TEST(CompilerCuda, RmsNormIsOneRowKernelOfTheRightForm) {
       EXPECT_NE(ck.source.find("ofs_block_sum("), std::string::npos);
     }
     if (w.vector > 1) {
-      EXPECT_NE(ck.source.find(fmt::format("ofs_ld{}_{}(", w.vector, dtype_name(w.dt))), std::string::npos);
+      // x (each element in one row, held in registers) streams through the caches; the
+      // weight, which every row reads, and y are 16-byte accesses too: the weight plain,
+      // y streamed.
+      std::string ld = fmt::format("ofs_ld{}_{}", w.vector, dtype_name(w.dt));
+      EXPECT_NE(ck.source.find(ld + "_cs(a0"), std::string::npos);
+      EXPECT_NE(ck.source.find(ld + "(a1"), std::string::npos);
+      EXPECT_NE(ck.source.find(fmt::format("ofs_st{}_{}_cs(", w.vector, dtype_name(w.dt))), std::string::npos);
       EXPECT_NE(ck.source.find("if (vec)"), std::string::npos);  // and the scalar fallback
     } else {
       EXPECT_EQ(ck.source.find("ofs_ld"), std::string::npos);

@@ -388,15 +388,39 @@ class Emitter {
   }
   std::string out_index(const std::string& j) const { return form_ == CudaForm::flat ? j : "base + " + j; }
 
-  // Statements loading V elements of input v at chunk start `j` into the float array `dst`.
-  std::string load_chunk(int v, int V, const std::string& j, const std::string& dst, const std::string& ind) const {
+  // Statements loading V elements of input v at chunk start `j` into the float array `dst`;
+  // `once`: no other row or pass reads them (a 16-byte load then streams: _cs).
+  std::string load_chunk(int v, int V, const std::string& j, const std::string& dst, const std::string& ind,
+                         bool once = false) const {
     DType dt = b_.values[v].dtype;
     std::string a = fmt::format("a{}", arg_[v]);
     if (vector_loaded(v, V))
-      return fmt::format("{}ofs_ld{}_{}({} + {}, {});\n", ind, V, dt_tag(dt), a, index(v, j), dst);
+      return fmt::format("{}ofs_ld{}_{}{}({} + {}, {});\n", ind, V, dt_tag(dt), once && streams(dt, V) ? "_cs" : "", a,
+                         index(v, j), dst);
     if (V == 1) return fmt::format("{}{}[0] = {};\n", ind, dst, load(dt, fmt::format("{}[{}]", a, index(v, j))));
     return fmt::format("{}for (int e = 0; e < {}; ++e) {}[e] = {};\n", ind, V, dst,
                        load(dt, fmt::format("{}[{}]", a, index(v, "(" + j + " + e)"))));
+  }
+
+  // A 16-byte access of V elements of dt in a row form: cache-streaming when read or
+  // written once (on the H200, rms_norm 16384x8192 f32 at 0.97 of cudaMemcpy with, 0.94
+  // without).
+  bool streams(DType dt, int V) const { return row_form() && int64_t(V) * int64_t(itemsize(dt)) == 16; }
+
+  // Input v's elements each belong to one row of the domain (no outer dim broadcasts it):
+  // the kernel reads each of them in one row only.
+  bool own_rows(int v) const {
+    std::vector<int64_t> os = full_outer(v);
+    for (size_t d = 0; d < os.size(); ++d)
+      if (k_.domain[int(d)] != 1 && os[d] == 0) return false;
+    return true;
+  }
+
+  // How many passes of plan P load input v.
+  static int load_passes(const Plan& P, int v) {
+    int n = 0;
+    for (const auto& loads : P.loads) n += int(loads.count(v));
+    return n;
   }
 
   std::string leader() const {
@@ -414,11 +438,12 @@ class Emitter {
     std::string s, in = ind + "  ";
     std::string slot = P.T > 0 ? "t * " + std::to_string(V) + " + e" : "e";
     for (int v : P.loads[size_t(p)]) {
+      bool own = own_rows(v);
       if (P.cached.count(v)) {
-        if (P.first_load.at(v) == p) s += load_chunk(v, V, j, fmt::format("(k{} + t * {})", v, V), ind);
+        if (P.first_load.at(v) == p) s += load_chunk(v, V, j, fmt::format("(k{} + t * {})", v, V), ind, own);
       } else {
         s += fmt::format("{}float x{}[{}];\n", ind, v, V);
-        s += load_chunk(v, V, j, fmt::format("x{}", v), ind);
+        s += load_chunk(v, V, j, fmt::format("x{}", v), ind, own && load_passes(P, v) == 1);
       }
     }
     std::vector<int> outs;
@@ -452,7 +477,9 @@ class Emitter {
     for (int o : outs) {
       DType dt = b_.values[o].dtype;
       std::string a = fmt::format("a{}", out_[o]);
-      if (V > 1) s += fmt::format("{}ofs_st{}_{}({} + {}, y{});\n", ind, V, dt_tag(dt), a, out_index(j), o);
+      if (V > 1)
+        s += fmt::format("{}ofs_st{}_{}{}({} + {}, y{});\n", ind, V, dt_tag(dt), streams(dt, V) ? "_cs" : "", a,
+                         out_index(j), o);
       else s += fmt::format("{}{}[{}] = {};\n", ind, a, out_index(j), store(dt, fmt::format("y{}[0]", o)));
     }
     return s;

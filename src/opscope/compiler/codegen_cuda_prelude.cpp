@@ -41,37 +41,58 @@ __device__ __forceinline__ u32 ofs_f16_st(float f) { _Float16 v = (_Float16)f; u
 __device__ __forceinline__ float ofs_f16_round(float f) { return ofs_f16_ld(ofs_f16_st(f)); }
 __device__ __forceinline__ float ofs_max(float a, float b) { return (a > b || a != a) ? a : b; }
 __device__ __forceinline__ float ofs_min(float a, float b) { return (a < b || a != a) ? a : b; }
-// 128-bit (or 64-bit) loads and stores of 4 or 8 elements as f32.
-__device__ __forceinline__ void ofs_ld4_f32(const float* p, float* o) {
-  const ofs_u4 u = *(const ofs_u4*)p;
+// 16 bytes read or written once (a row kernel's own rows, its outputs): cache-streaming
+// (ld/st.global.cs, evict-first), as the built-in norms do (cuda/common.cuh).
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ ofs_u4 ofs_ldcs16(const void* p) {
+  ofs_u4 u;
+  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+  return u;
+}
+__device__ __forceinline__ void ofs_stcs16(void* p, ofs_u4 u) {
+  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w) : "memory");
+}
+#else
+__device__ __forceinline__ ofs_u4 ofs_ldcs16(const void* p) { return *(const ofs_u4*)p; }
+__device__ __forceinline__ void ofs_stcs16(void* p, ofs_u4 u) { *(ofs_u4*)p = u; }
+#endif
+// 128-bit (or 64-bit) loads and stores of 4 or 8 elements as f32; *_cs: cache-streaming.
+__device__ __forceinline__ void ofs_from4_f32(const ofs_u4 u, float* o) {
   o[0] = __uint_as_float(u.x); o[1] = __uint_as_float(u.y); o[2] = __uint_as_float(u.z); o[3] = __uint_as_float(u.w);
 }
-__device__ __forceinline__ void ofs_st4_f32(float* p, const float* v) {
+__device__ __forceinline__ ofs_u4 ofs_to4_f32(const float* v) {
   ofs_u4 u;
   u.x = __float_as_uint(v[0]); u.y = __float_as_uint(v[1]); u.z = __float_as_uint(v[2]); u.w = __float_as_uint(v[3]);
-  *(ofs_u4*)p = u;
+  return u;
 }
+__device__ __forceinline__ void ofs_ld4_f32(const float* p, float* o) { ofs_from4_f32(*(const ofs_u4*)p, o); }
+__device__ __forceinline__ void ofs_ld4_f32_cs(const float* p, float* o) { ofs_from4_f32(ofs_ldcs16(p), o); }
+__device__ __forceinline__ void ofs_st4_f32(float* p, const float* v) { *(ofs_u4*)p = ofs_to4_f32(v); }
+__device__ __forceinline__ void ofs_st4_f32_cs(float* p, const float* v) { ofs_stcs16(p, ofs_to4_f32(v)); }
 #define OFS_LD16(T, lo, hi)                                                                                      \
   __device__ __forceinline__ void ofs_ld4_##T(const u16* p, float* o) {                                          \
     const ofs_u2 u = *(const ofs_u2*)p;                                                                          \
     o[0] = lo(u.x); o[1] = hi(u.x); o[2] = lo(u.y); o[3] = hi(u.y);                                              \
   }                                                                                                              \
-  __device__ __forceinline__ void ofs_ld8_##T(const u16* p, float* o) {                                          \
-    const ofs_u4 u = *(const ofs_u4*)p;                                                                          \
+  __device__ __forceinline__ void ofs_from8_##T(const ofs_u4 u, float* o) {                                      \
     o[0] = lo(u.x); o[1] = hi(u.x); o[2] = lo(u.y); o[3] = hi(u.y);                                              \
     o[4] = lo(u.z); o[5] = hi(u.z); o[6] = lo(u.w); o[7] = hi(u.w);                                              \
   }                                                                                                              \
+  __device__ __forceinline__ void ofs_ld8_##T(const u16* p, float* o) { ofs_from8_##T(*(const ofs_u4*)p, o); }  \
+  __device__ __forceinline__ void ofs_ld8_##T##_cs(const u16* p, float* o) { ofs_from8_##T(ofs_ldcs16(p), o); } \
   __device__ __forceinline__ void ofs_st4_##T(u16* p, const float* v) {                                          \
     ofs_u2 u;                                                                                                    \
     u.x = ofs_##T##_st(v[0]) | (ofs_##T##_st(v[1]) << 16); u.y = ofs_##T##_st(v[2]) | (ofs_##T##_st(v[3]) << 16); \
     *(ofs_u2*)p = u;                                                                                             \
   }                                                                                                              \
-  __device__ __forceinline__ void ofs_st8_##T(u16* p, const float* v) {                                          \
+  __device__ __forceinline__ ofs_u4 ofs_to8_##T(const float* v) {                                               \
     ofs_u4 u;                                                                                                    \
     u.x = ofs_##T##_st(v[0]) | (ofs_##T##_st(v[1]) << 16); u.y = ofs_##T##_st(v[2]) | (ofs_##T##_st(v[3]) << 16); \
     u.z = ofs_##T##_st(v[4]) | (ofs_##T##_st(v[5]) << 16); u.w = ofs_##T##_st(v[6]) | (ofs_##T##_st(v[7]) << 16); \
-    *(ofs_u4*)p = u;                                                                                             \
-  }
+    return u;                                                                                                    \
+  }                                                                                                              \
+  __device__ __forceinline__ void ofs_st8_##T(u16* p, const float* v) { *(ofs_u4*)p = ofs_to8_##T(v); }          \
+  __device__ __forceinline__ void ofs_st8_##T##_cs(u16* p, const float* v) { ofs_stcs16(p, ofs_to8_##T(v)); }
 #define OFS_BF16_LO(w) __uint_as_float((w) << 16)
 #define OFS_BF16_HI(w) __uint_as_float((w) & 0xffff0000u)
 #define OFS_F16_LO(w) ofs_f16_ld((w) & 0xffffu)
