@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/core/clock.h"
-#include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/tensor.h"
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   size_t rows = 0;
   for (int r = 0; r < 3; ++r) {
     int64_t a0 = cpu_ns();
-    prof::KeyAverages ka = prof::key_averages(t);
+    analysis::KeyAverages ka = analysis::key_averages(t);
     std::string table = ka.table("self_device_time_total");
     agg.push_back(double(cpu_ns() - a0) / 1e6);
     rows = ka.rows().size() + table.size() * 0;

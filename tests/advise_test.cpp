@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "opscope/advisor/advise.h"
-#include "opscope/advisor/patterns.h"
+#include "opscope/analysis/advisor/advise.h"
+#include "opscope/analysis/advisor/patterns.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
@@ -19,6 +19,7 @@
 
 using namespace opscope;
 using namespace opscope::prof;
+using namespace opscope::analysis;
 
 namespace {
 

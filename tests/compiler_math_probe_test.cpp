@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "opscope/advisor/op_kinds.h"
-#include "opscope/advisor/pricing.h"
+#include "opscope/analysis/advisor/op_kinds.h"
+#include "opscope/analysis/advisor/pricing.h"
 #include "opscope/compiler/math_probe.h"
 #include "opscope/core/error.h"
 #include "opscope/runtime/device.h"

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/core/error.h"
 #include "opscope/explorer/timeline_index.h"
 #include "opscope/ops/ops.h"
@@ -21,7 +22,6 @@
 #include "opscope/profiler/config.h"
 #include "opscope/profiler/cupti.h"
 #include "opscope/profiler/cupti_convert.h"
-#include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/session.h"
 #include "opscope/profiler/store.h"
 #include "opscope/runtime/cuda.h"
@@ -33,6 +33,7 @@ using namespace opscope;
 using opscope::test_util::error_of;
 using opscope::test_util::starts_with;
 using namespace opscope::prof;
+using namespace opscope::analysis;
 
 namespace {
 

@@ -8,15 +8,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "opscope/analysis/diff.h"
+#include "opscope/analysis/key_averages.h"
 #include "opscope/core/error.h"
 #include "opscope/explorer/api.h"
 #include "opscope/explorer/synthetic.h"
 #include "opscope/profiler/config.h"
-#include "opscope/profiler/diff.h"
-#include "opscope/profiler/key_averages.h"
 
 using namespace opscope;
 using namespace opscope::prof;
+using namespace opscope::analysis;
 using nlohmann::json;
 
 namespace {

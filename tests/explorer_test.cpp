@@ -10,7 +10,7 @@
 #include <fstream>
 #include <thread>
 
-#include "opscope/advisor/advise.h"
+#include "opscope/analysis/advisor/advise.h"
 #include "opscope/explorer/api.h"
 #include "opscope/explorer/server.h"
 #include "opscope/explorer/summary.h"

@@ -76,7 +76,7 @@ TEST(ImportBadInput, TruncatedGzipAndTruncatedJson) {
   std::string text = small_trace().dump();
   std::string gz = dir.file("whole.pt.trace.json.gz");
   write_gzip(gz, text);
-  EXPECT_EQ(prof::key_averages(importer::import_traces({gz}).trace).self_device_time_total_ns(), 2000);
+  EXPECT_EQ(analysis::key_averages(importer::import_traces({gz}).trace).self_device_time_total_ns(), 2000);
   // Cut in half: the gzip stream ends early.
   std::ifstream in(gz, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -138,7 +138,7 @@ TEST(ImportBadInput, SkippableEventsAreCountedWarningsWithTheFirstIndex) {
   EXPECT_EQ(r.warnings.size(), want.size());
   EXPECT_EQ(config(r.trace)["imported_from"]["warnings"].size(), want.size());
   // The rest imports: the kernel on its op, the second call with that correlation unlinked.
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   EXPECT_EQ(row(ka, "aten::add").self_device_ns, 2000);
   int launches = 0;
   for (const prof::TraceEvent& e : r.trace.events) launches += e.kind == EventKind::launch;

@@ -66,7 +66,7 @@ TEST(ImportRanks, TwoRanksOnOneTimelineWithAProcessEach) {
   EXPECT_EQ(steps[1] - steps[0], 1000000);
   EXPECT_EQ(t.wall_time_ns, 1700000000000000000);
   // Each rank's kernels on its own ops: ids do not collide across ranks.
-  prof::KeyAverages ka = prof::key_averages(t);
+  analysis::KeyAverages ka = analysis::key_averages(t);
   EXPECT_EQ(row(ka, "aten::mm").self_device_ns, 10000 + 11000);
   EXPECT_EQ(row(ka, "record_param_comms").self_device_ns, 50000 + 60000);
   json c = config(t);

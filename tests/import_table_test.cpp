@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "import_util.h"
+#include "opscope/analysis/memory.h"
 #include "opscope/profiler/chrome_trace.h"
-#include "opscope/profiler/memory.h"
 #include "opscope/profiler/store.h"
 #include "trace_util.h"
 
@@ -59,7 +59,7 @@ class ImportTable : public ::testing::Test {
 };
 
 TEST_F(ImportTable, SelfDeviceTimeComesFromEachOpsKernels) {
-  prof::KeyAverages ka = prof::key_averages(trace);
+  analysis::KeyAverages ka = analysis::key_averages(trace);
   EXPECT_EQ(row(ka, "aten::addmm").self_device_ns, 20500);
   EXPECT_EQ(row(ka, "aten::linear").self_device_ns, 0);
   EXPECT_EQ(row(ka, "aten::linear").device_total_ns, 20500);
@@ -72,13 +72,13 @@ TEST_F(ImportTable, SelfDeviceTimeComesFromEachOpsKernels) {
   EXPECT_EQ(row(ka, "aten::linear").self_cpu_ns, 10000);
   EXPECT_EQ(row(ka, "ProfilerStep#0").self_cpu_ns, 100000 - 40000 - 20000 - 12000);
   // Per-kernel rows: their launches' device time, owned by the ops.
-  const prof::KeyAverage& gemm = row(ka, "sm90_xmma_gemm_f32f32");
+  const analysis::KeyAverage& gemm = row(ka, "sm90_xmma_gemm_f32f32");
   EXPECT_EQ(gemm.kind, EventKind::kernel);
   EXPECT_EQ(gemm.count, 1);
   EXPECT_EQ(gemm.device_total_ns, 20500);
   EXPECT_EQ(gemm.self_device_ns, 0);
   // Memcpy bandwidth: 1 MiB in 8 µs.
-  const prof::KeyAverage& copy = row(ka, "Memcpy HtoD (Pageable -> Device)");
+  const analysis::KeyAverage& copy = row(ka, "Memcpy HtoD (Pageable -> Device)");
   EXPECT_EQ(copy.bytes, 1048576);
   EXPECT_NEAR(copy.gbps(), 131.072, 1e-9);
   // The table names the columns and has the H100's roofline from its name.
@@ -168,13 +168,13 @@ TEST_F(ImportTable, LinksTracksAndTimes) {
 }
 
 TEST_F(ImportTable, MemoryEventsBecomeTheDevicesAllocatorTrack) {
-  std::vector<prof::DeviceMemory> mem = prof::memory_summary(trace);
+  std::vector<analysis::DeviceMemory> mem = analysis::memory_summary(trace);
   ASSERT_EQ(mem.size(), 1u);
   EXPECT_EQ(mem[0].name, "cuda:0");
   EXPECT_EQ(mem[0].peak_bytes, 5120);
   EXPECT_EQ(mem[0].allocs, 2);
   EXPECT_EQ(mem[0].frees, 1);
-  prof::KeyAverages ka = prof::key_averages(trace);
+  analysis::KeyAverages ka = analysis::key_averages(trace);
   EXPECT_EQ(row(ka, "aten::addmm").self_device_memory, 4096);
   EXPECT_EQ(row(ka, "aten::add").self_device_memory, 1024);
   EXPECT_EQ(row(ka, "aten::copy_").self_device_memory, -4096);
@@ -193,15 +193,15 @@ TEST_F(ImportTable, ConfigRecordsTheOriginAndPeaks) {
   importer::ImportOptions o;
   o.peak_gbps = 1000;
   prof::Trace t = importer::import_traces({dir.file("run.pt.trace.json")}, o).trace;
-  EXPECT_DOUBLE_EQ(prof::key_averages(t).roofline().peak_gbps, 1000);
-  EXPECT_DOUBLE_EQ(prof::key_averages(t).roofline().peak_gflops, 989400);
+  EXPECT_DOUBLE_EQ(analysis::key_averages(t).roofline().peak_gbps, 1000);
+  EXPECT_DOUBLE_EQ(analysis::key_averages(t).roofline().peak_gflops, 989400);
 }
 
 TEST_F(ImportTable, AnUnknownGpuHasNoRoofline) {
   json t = trace_2024();
   t["deviceProperties"][0]["name"] = "Mystery Accelerator 9000";
   prof::Trace tr = importer::import_traces({dir.write("unknown.json", t)}).trace;
-  prof::KeyAverages ka = prof::key_averages(tr);
+  analysis::KeyAverages ka = analysis::key_averages(tr);
   EXPECT_FALSE(ka.roofline().known());
   EXPECT_EQ(ka.table().find("% Roofline"), std::string::npos);
   EXPECT_EQ(ka.self_device_time_total_ns(), 31750);

@@ -43,14 +43,14 @@ TEST(ImportTorch, LegacyTraceOfThisMachinesTorchMatchesItsKeyAverages) {
   importer::ImportResult r = importer::import_traces({trace});
   EXPECT_TRUE(r.format == "legacy-array" || r.format.rfind("kineto-", 0) == 0) << r.format;
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   json want = json::parse(std::ifstream(rows));
   ASSERT_FALSE(want.empty());
   int matched = 0;
   for (const json& w : want) {
     const std::string name = w["name"];
-    const prof::KeyAverage* mine = nullptr;
-    for (const prof::KeyAverage& k : ka.rows())
+    const analysis::KeyAverage* mine = nullptr;
+    for (const analysis::KeyAverage& k : ka.rows())
       if (k.name == name && k.kind != prof::EventKind::kernel) mine = &k;
     ASSERT_NE(mine, nullptr) << name << " is missing";
     ++matched;

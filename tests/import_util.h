@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/importer/import.h"
-#include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/trace.h"
 
 namespace opscope::test {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "import_util.h"
-#include "opscope/profiler/memory.h"
+#include "opscope/analysis/memory.h"
 #include "trace_util.h"
 
 namespace opscope::test {
@@ -36,7 +36,7 @@ TEST(ImportVariants, Kineto2022LinksLaunchesByTheEnclosingOp) {
   importer::ImportResult r = importer::import_traces({dir.write("t.json", trace_2022())});
   EXPECT_EQ(r.format, "kineto-2022");
   EXPECT_EQ(config(r.trace)["imported_from"]["launch_rule"], "enclosing cpu_op");
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   EXPECT_EQ(row(ka, "aten::add").self_device_ns, 4000);
   EXPECT_EQ(row(ka, "aten::mul").self_device_ns, 5000);
   EXPECT_EQ(row(ka, "orphan_kernel").self_device_ns, 2000);  // owned by no op
@@ -58,7 +58,7 @@ TEST(ImportVariants, Kineto2024LinksByExternalIdNotBySpan) {
   TempDir dir("import_2024_rule");
   importer::ImportResult r = importer::import_traces({dir.write("t.json", t)});
   EXPECT_EQ(r.format, "kineto-2024");
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   EXPECT_EQ(row(ka, "aten::add").self_device_ns, 0);
   EXPECT_EQ(row(ka, "aten::mul").self_device_ns, 9000);
   EXPECT_EQ(r.trace.wall_time_ns, 1700000000000000000 + 990000);
@@ -102,7 +102,7 @@ TEST(ImportVariants, Kineto2021OldNamesStringTidsAndLowercaseExternalId) {
   importer::ImportResult r = importer::import_traces({dir.write("t.json", trace_2021())});
   EXPECT_EQ(r.format, "kineto-2021");
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   EXPECT_EQ(row(ka, "aten::conv2d").self_device_ns, 60000);
   EXPECT_EQ(row(ka, "aten::relu").self_device_ns, 7000);  // by external id, from thread 43
   EXPECT_EQ(row(ka, "Memcpy DtoH (Device -> Pageable)").bytes, 4000);
@@ -113,7 +113,7 @@ TEST(ImportVariants, Kineto2021OldNamesStringTidsAndLowercaseExternalId) {
   // The oldest files' computeProperties name the GPU: V100 peaks.
   EXPECT_DOUBLE_EQ(ka.roofline().peak_gbps, 900);
   // Memory with no Total Allocated: a running sum per device; CPU memory on "cpu".
-  std::vector<prof::DeviceMemory> mem = prof::memory_summary(r.trace);
+  std::vector<analysis::DeviceMemory> mem = analysis::memory_summary(r.trace);
   ASSERT_EQ(mem.size(), 2u);
   EXPECT_EQ(mem[0].name, "cuda:0");
   EXPECT_EQ(mem[0].peak_bytes, 2048);
@@ -142,7 +142,7 @@ TEST(ImportVariants, LegacyBareArrayIsFrameworkOpsOnly) {
   importer::ImportResult r = importer::import_traces({dir.write("legacy.json", ev)});
   EXPECT_EQ(r.format, "legacy-array");
   EXPECT_TRUE(r.trace.devices.empty());
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   EXPECT_EQ(row(ka, "aten::linear").cpu_total_ns, 30000);
   EXPECT_EQ(row(ka, "aten::linear").self_cpu_ns, 30000 - 4000 - 20000);
   EXPECT_EQ(only(r.trace, EventKind::op, "aten::addmm").parent, only(r.trace, EventKind::op, "aten::linear").id);
@@ -164,7 +164,7 @@ TEST(ImportVariants, AmdHipTraceReadsLikeCuda) {
             {"traceEvents", ev}, {"baseTimeNanoseconds", 1}};
   TempDir dir("import_hip");
   importer::ImportResult r = importer::import_traces({dir.write("hip.json", t)});
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   EXPECT_EQ(row(ka, "aten::mm").self_device_ns, 12500);
   EXPECT_EQ(row(ka, "aten::copy_").self_device_ns, 10000);
   EXPECT_NEAR(row(ka, "CopyDeviceToHost").gbps(), 200.0, 1e-9);
@@ -185,11 +185,11 @@ TEST(ImportVariants, UnknownCategoriesAndGpuAnnotationsAreGenericEvents) {
   EXPECT_TRUE(r.warnings.empty());
   EXPECT_EQ(only(r.trace, EventKind::api, "mtiaLaunch").parent, only(r.trace, EventKind::op, "aten::add").id);
   EXPECT_EQ(track_of(r.trace, only(r.trace, EventKind::api, "my_region")).name, "cuda:0 stream 7");
-  prof::KeyAverages ka = prof::key_averages(r.trace);
+  analysis::KeyAverages ka = analysis::key_averages(r.trace);
   // No table counts them: the figures are the 2022 trace's.
   EXPECT_EQ(ka.self_device_time_total_ns(), 4000 + 5000 + 2000);
   EXPECT_EQ(ka.self_cpu_time_total_ns(), 50000 + 40000);
-  for (const prof::KeyAverage& k : ka.rows()) EXPECT_NE(k.name, "my_region");
+  for (const analysis::KeyAverage& k : ka.rows()) EXPECT_NE(k.name, "my_region");
 }
 
 TEST(ImportVariants, GraphLaunchKernelsEachCountTheirOwnTime) {
@@ -200,7 +200,7 @@ TEST(ImportVariants, GraphLaunchKernelsEachCountTheirOwnTime) {
   ev.push_back(x_event("kernel", "k2", 0, 7, 40, 5, {{"correlation", 9}}));
   TempDir dir("import_graph");
   prof::Trace t = importer::import_traces({dir.write("g.json", json{{"traceEvents", ev}})}).trace;
-  prof::KeyAverages ka = prof::key_averages(t);
+  analysis::KeyAverages ka = analysis::key_averages(t);
   EXPECT_EQ(row(ka, "graph_replay").self_device_ns, 8000);  // 3 + 5, not the 25 µs span
   EXPECT_EQ(row(ka, "k1").device_total_ns, 3000);
   EXPECT_EQ(row(ka, "k2").device_total_ns, 5000);

@@ -5,12 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/core/error.h"
-#include "opscope/profiler/key_averages.h"
 #include "trace_util.h"
 
 using namespace opscope;
 using namespace opscope::prof;
+using namespace opscope::analysis;
 using opscope::test::row;
 using opscope::test::scope;
 

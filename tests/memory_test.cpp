@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "opscope/analysis/diff.h"
+#include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/memory.h"
 #include "opscope/cases/rmsnorm.h"
-#include "opscope/profiler/diff.h"
-#include "opscope/profiler/key_averages.h"
-#include "opscope/profiler/memory.h"
 #include "opscope/profiler/record_function.h"
 #include "opscope/profiler/session.h"
 #include "opscope/profiler/store.h"
@@ -23,6 +23,7 @@
 
 using namespace opscope;
 using namespace opscope::prof;
+using namespace opscope::analysis;
 using opscope::test::mem;
 using opscope::test::row;
 using opscope::test::scope;

@@ -11,11 +11,11 @@
 #include <set>
 #include <thread>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/auto_profile.h"
 #include "opscope/profiler/config.h"
-#include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/record_function.h"
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/cpu_device.h"
@@ -28,6 +28,7 @@ using namespace opscope;
 using opscope::test_util::error_of;
 using opscope::test_util::starts_with;
 using namespace opscope::prof;
+using namespace opscope::analysis;
 
 namespace {
 

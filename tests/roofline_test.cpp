@@ -5,11 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/annotate.h"
-#include "opscope/profiler/key_averages.h"
-#include "opscope/profiler/roofline.h"
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/probe.h"
 
@@ -64,7 +64,7 @@ TEST(Probe, RejectsBadOptions) {
 
 TEST(Roofline, ProfilesCarryTheAttachedPeaks) {
   runtime::DevicePeaks p = runtime::measure_peaks(cpu(), small());
-  prof::attach_device_peaks(p.to_json());
+  analysis::attach_device_peaks(p.to_json());
   Tensor x = randn({256, 256}, 0);
   cpu().synchronize();
   prof::ProfilerConfig cfg;
@@ -81,7 +81,7 @@ TEST(Roofline, ProfilesCarryTheAttachedPeaks) {
   EXPECT_DOUBLE_EQ(j["device_peaks"]["spread"].get<double>(), p.spread);
   EXPECT_EQ(j["device_peaks"]["levels"].size(), p.levels.size());
   EXPECT_DOUBLE_EQ(j["peak_gbps"].get<double>(), p.stream_gbps);  // the best streaming rate is the roof
-  prof::KeyAverages ka = prof::key_averages(t);
+  analysis::KeyAverages ka = analysis::key_averages(t);
   ASSERT_TRUE(ka.roofline().known());
   EXPECT_DOUBLE_EQ(ka.roofline().peak_gflops, p.matmul_gflops);
   bool saw_matmul = false;
@@ -118,7 +118,7 @@ TEST(Probe, KeepsTheBestStreamingRatePerLevelAndItsSpread) {
   EXPECT_TRUE(j.contains("spread"));
   EXPECT_EQ(j["busy"].get<bool>(), p.busy());
   // A profile carrying these peaks reads them back: roof, levels and spread.
-  prof::Roofline r = prof::roofline_from_config(prof::with_device_peaks("{}", p.to_json()));
+  analysis::Roofline r = analysis::roofline_from_config(analysis::with_device_peaks("{}", p.to_json()));
   EXPECT_DOUBLE_EQ(r.peak_gbps, p.stream_gbps);
   ASSERT_EQ(r.levels.size(), 2u);
   EXPECT_DOUBLE_EQ(r.spread, p.spread);
@@ -128,7 +128,7 @@ TEST(Probe, KeepsTheBestStreamingRatePerLevelAndItsSpread) {
 // The memory roof for a working set: log-interpolated between the probe's levels, the
 // largest's beyond them; a point above the roof is flagged, not printed as 128%.
 TEST(Roofline, RoofDependsOnTheWorkingSetAndPointsAboveItAreFlagged) {
-  prof::Roofline r = prof::roofline_from_config(R"({"device_peaks": {"stream_gbps": 30, "matmul_gflops": 100,
+  analysis::Roofline r = analysis::roofline_from_config(R"({"device_peaks": {"stream_gbps": 30, "matmul_gflops": 100,
       "spread": 0.4, "levels": [{"working_set_bytes": 4194304, "gbps": 120, "store_gbps": 100},
                                 {"working_set_bytes": 1048576, "gbps": 200, "store_gbps": 150},
                                 {"working_set_bytes": 134217728, "gbps": 30, "store_gbps": 25}]}})");
@@ -143,17 +143,17 @@ TEST(Roofline, RoofDependsOnTheWorkingSetAndPointsAboveItAreFlagged) {
   EXPECT_DOUBLE_EQ(r.store_gbps_at(1e9), 25);
   EXPECT_DOUBLE_EQ(r.fraction(15, 0), 0.5);
   EXPECT_DOUBLE_EQ(r.fraction(100, 0, 1 << 20), 0.5);  // against the cache's roof
-  EXPECT_EQ(prof::Roofline::format_fraction(0.873), "87.3%");
-  EXPECT_EQ(prof::Roofline::format_fraction(1.04), "104.0%");  // noise
-  EXPECT_EQ(prof::Roofline::format_fraction(1.28), "above roof");
+  EXPECT_EQ(analysis::Roofline::format_fraction(0.873), "87.3%");
+  EXPECT_EQ(analysis::Roofline::format_fraction(1.04), "104.0%");  // noise
+  EXPECT_EQ(analysis::Roofline::format_fraction(1.28), "above roof");
   // Older profiles: copy_gbps is the roof, no levels.
-  prof::Roofline old = prof::roofline_from_config(R"({"device_peaks": {"copy_gbps": 22.6, "matmul_gflops": 100}})");
+  analysis::Roofline old = analysis::roofline_from_config(R"({"device_peaks": {"copy_gbps": 22.6, "matmul_gflops": 100}})");
   EXPECT_DOUBLE_EQ(old.peak_gbps, 22.6);
   EXPECT_DOUBLE_EQ(old.gbps_at(1 << 20), 22.6);
   EXPECT_DOUBLE_EQ(old.store_gbps_at(1 << 20), 22.6);
-  EXPECT_THROW(prof::with_device_peaks("{}", "[1, 2]"), Error);
-  std::string hand = prof::with_peak_gbps(R"({"device_peaks": {"copy_gbps": 5, "matmul_gflops": 100}})", 40);
-  prof::Roofline h = prof::roofline_from_config(hand);
+  EXPECT_THROW(analysis::with_device_peaks("{}", "[1, 2]"), Error);
+  std::string hand = analysis::with_peak_gbps(R"({"device_peaks": {"copy_gbps": 5, "matmul_gflops": 100}})", 40);
+  analysis::Roofline h = analysis::roofline_from_config(hand);
   EXPECT_DOUBLE_EQ(h.peak_gbps, 40);
   EXPECT_DOUBLE_EQ(h.peak_gflops, 100);
 }

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "opscope/profiler/key_averages.h"
+#include "opscope/analysis/key_averages.h"
 #include "opscope/profiler/trace.h"
 
 namespace opscope::test {
@@ -41,10 +41,10 @@ inline prof::TraceEvent mem(prof::EventKind kind, int64_t t, uint64_t parent, in
 }
 
 // key_averages' row named `name` (a test failure, and an empty row, when there is none).
-inline const prof::KeyAverage& row(const prof::KeyAverages& ka, const std::string& name) {
+inline const analysis::KeyAverage& row(const analysis::KeyAverages& ka, const std::string& name) {
   for (const auto& r : ka.rows())
     if (r.name == name) return r;
-  static prof::KeyAverage none;
+  static analysis::KeyAverage none;
   ADD_FAILURE() << "no row " << name;
   return none;
 }

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "opscope/advisor/advise.h"
 #include "opscope/advisor/verify.h"
+#include "opscope/analysis/advisor/advise.h"
+#include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
-#include "opscope/profiler/roofline.h"
 #include "open_profile.h"
 
 namespace opscope::cli {
@@ -44,7 +44,7 @@ void add_advise_command(CLI::App& app) {
   cmd->callback([a] {
     advisor::AdviseOptions o;
     o.min_ops = a->min_ops;
-    if (!a->peaks.empty()) o.peaks_json = prof::load_device_peaks(a->peaks);
+    if (!a->peaks.empty()) o.peaks_json = analysis::load_device_peaks(a->peaks);
     prof::Trace trace = open_profile(a->dir);
     advisor::Advice advice = advisor::advise(trace, o);
     if (!a->verify) {

@@ -10,7 +10,7 @@
 
 #include "opscope/core/error.h"
 #include "check_flag.h"
-#include "opscope/profiler/diff.h"
+#include "opscope/analysis/diff.h"
 #include "open_profile.h"
 
 namespace opscope::cli {
@@ -28,22 +28,22 @@ struct DiffArgs {
 
 void run_diff(const DiffArgs& args) {
   // The flags first: a typo should not wait for two large profiles to load.
-  prof::DiffView view;
+  analysis::DiffView view;
   view.sort_by = args.sort_by;
   view.row_limit = args.row_limit;
-  check_flag("--kind", [&] { view.kinds = prof::parse_diff_kinds(args.kind); });
+  check_flag("--kind", [&] { view.kinds = analysis::parse_diff_kinds(args.kind); });
   if (!(args.min_delta_us >= 0) || !std::isfinite(args.min_delta_us))
     fail("--min-delta-us", "{} is not a time in microseconds (>= 0)", args.min_delta_us);
   view.min_delta_ns = std::llround(args.min_delta_us * 1e3);
-  check_flag("--sort-by", [&] { prof::ProfileDiff{}.select(view); });
+  check_flag("--sort-by", [&] { analysis::ProfileDiff{}.select(view); });
 
   prof::Trace a = open_profile(args.a);
   prof::Trace b = open_profile(args.b);
-  prof::DiffOptions options;
+  analysis::DiffOptions options;
   options.group_by_input_shape = args.group_by_shape;
   options.a_label = args.a;
   options.b_label = args.b;
-  prof::ProfileDiff diff = prof::diff_profiles(a, b, options);
+  analysis::ProfileDiff diff = analysis::diff_profiles(a, b, options);
   std::string text = args.json ? diff.to_json(view) : diff.table(view);
   std::fputs(text.c_str(), stdout);
   if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);

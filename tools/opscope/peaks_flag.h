@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "opscope/analysis/roofline.h"
 #include "opscope/compiler/math_probe.h"
-#include "opscope/profiler/roofline.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/probe.h"
 
@@ -30,11 +30,11 @@ inline std::string with_math_costs(const std::string& peaks_json, int repeats = 
 inline std::string attach_peaks(const std::string& saved) {
   if (saved.empty()) {
     const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
-    prof::attach_device_peaks(with_math_costs(peaks.to_json()));
+    analysis::attach_device_peaks(with_math_costs(peaks.to_json()));
     return peaks.summary();
   }
-  std::string json = prof::load_device_peaks(saved);
-  prof::attach_device_peaks(json);
+  std::string json = analysis::load_device_peaks(saved);
+  analysis::attach_device_peaks(json);
   auto j = nlohmann::json::parse(json);
   double gbps = j.value("stream_gbps", j.value("copy_gbps", 0.0));
   return fmt::format("device peaks: from {} (stream {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s; spread {:.0f}%)\n", saved,

@@ -12,18 +12,18 @@
 #include "check_flag.h"
 #include "table_flags.h"
 #include "peaks_flag.h"
+#include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/memory.h"
+#include "opscope/analysis/roofline.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/opscope.h"
 #include "opscope/profiler/annotate.h"
 #include "opscope/profiler/config.h"
-#include "opscope/profiler/key_averages.h"
-#include "opscope/profiler/memory.h"
-#include "opscope/profiler/session.h"
 #include "opscope/profiler/record_function.h"
-#include "opscope/profiler/roofline.h"
-#include "opscope/runtime/probe.h"
+#include "opscope/profiler/session.h"
 #include "opscope/profiler/store.h"
+#include "opscope/runtime/probe.h"
 
 namespace opscope::cli {
 
@@ -61,8 +61,8 @@ void run_profile(const ProfileArgs& a) {
   cfg.record_shapes = a.record_shapes;
   cfg.with_stack = a.with_stack;
   cfg.validate();
-  check_flag("--sort-by", [&] { prof::KeyAverages().sorted(a.sort_by); });  // before the runs, not after the first
-  prof::TableLayout layout = a.table.layout();
+  check_flag("--sort-by", [&] { analysis::KeyAverages().sorted(a.sort_by); });  // before the runs, not after the first
+  analysis::TableLayout layout = a.table.layout();
   auto impls = implementations(a.impl);
   cpu();  // the device first: a bad OPSCOPE_CPU_* variable fails before --out is made
   // Check the output folder before spending time on the runs.
@@ -103,9 +103,9 @@ void run_profile(const ProfileArgs& a) {
     prof::set_trace_annotator("rmsnorm workload", nullptr);
     const prof::Trace& t = p.trace();
     prof::export_profile(t, c.output_dir);
-    auto ka = prof::key_averages(t);
+    auto ka = analysis::key_averages(t);
     fmt::print("== {} (saved to {})\n{}{}\n", name, c.output_dir, ka.table(a.sort_by, a.row_limit, "", layout),
-               prof::memory_summary_text(t));
+               analysis::memory_summary_text(t));
     device_ms.emplace_back(name, double(ka.self_device_time_total_ns()) / 1e6 / a.iters);
   }
   fmt::print("{:<10} {:>18} {:>20}\n", "impl", "device ms / call", "naive / this");
@@ -134,7 +134,7 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--layers", a->layers, "framework,runtime,device or all")->capture_default_str();
   sub->add_option("--iters", a->iters, "profiled calls per implementation")->capture_default_str()->check(CLI::PositiveNumber);
   sub->add_option("--warmup", a->warmup, "unprofiled calls first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  sub->add_option("--sort-by", a->sort_by, "table sort key: " + prof::sort_key_names())->capture_default_str();
+  sub->add_option("--sort-by", a->sort_by, "table sort key: " + analysis::sort_key_names())->capture_default_str();
   sub->add_option("--row-limit", a->row_limit, "table rows")->capture_default_str();
   sub->add_flag("--with-stack", a->with_stack, "record each op's call site");
   a->table.add_to(sub);

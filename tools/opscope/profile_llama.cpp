@@ -13,15 +13,15 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/memory.h"
+#include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
 #include "opscope/models/llama.h"
 #include "opscope/models/llama_generate.h"
 #include "opscope/models/safetensors.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/annotate.h"
-#include "opscope/profiler/key_averages.h"
-#include "opscope/profiler/memory.h"
-#include "opscope/profiler/roofline.h"
 #include "opscope/profiler/session.h"
 #include "opscope/profiler/store.h"
 #include "opscope/runtime/device.h"
@@ -60,8 +60,8 @@ int64_t parse_count(const char* flag, const std::string& s, int64_t min) {
 }
 
 // The user ranges of a profile (passes, blocks, sub-layers) by device time.
-std::string ranges_table(const prof::KeyAverages& ka) {
-  std::vector<prof::KeyAverage> rows;
+std::string ranges_table(const analysis::KeyAverages& ka) {
+  std::vector<analysis::KeyAverage> rows;
   for (const auto& r : ka.rows())
     if (r.kind == prof::EventKind::range) rows.push_back(r);
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.device_total_ns > b.device_total_ns; });
@@ -73,7 +73,7 @@ std::string ranges_table(const prof::KeyAverages& ka) {
   return s;
 }
 
-double range_device_ms(const prof::KeyAverages& ka, const std::string& name) {
+double range_device_ms(const analysis::KeyAverages& ka, const std::string& name) {
   for (const auto& r : ka.rows())
     if (r.kind == prof::EventKind::range && r.name == name) return r.device_avg_ns() / 1e6;
   return 0;
@@ -106,11 +106,11 @@ void run_llama(const LlamaArgs& a) {
     fail("--tokens", "{} prompt tokens and {} decode steps exceed the model's max_seq {}", tokens, steps, cfg.max_seq);
   cfg.validate();
   try {
-    prof::KeyAverages().sorted(a.sort_by);
+    analysis::KeyAverages().sorted(a.sort_by);
   } catch (const Error&) {
-    fail("--sort-by", "unknown key '{}' (expected one of {})", a.sort_by, prof::sort_key_names());
+    fail("--sort-by", "unknown key '{}' (expected one of {})", a.sort_by, analysis::sort_key_names());
   }
-  prof::TableLayout layout = a.table.layout();
+  analysis::TableLayout layout = a.table.layout();
   if (!a.weights.empty()) models::SafetensorsFile::open(a.weights);  // a bad file fails before any output
   cpu();  // and a bad OPSCOPE_CPU_* variable
   std::error_code ec;
@@ -165,11 +165,11 @@ void run_llama(const LlamaArgs& a) {
     prof::set_trace_annotator("llama model", nullptr);
     const prof::Trace& trace = p.trace();
     prof::export_profile(trace, pc.output_dir);
-    auto ka = prof::key_averages(trace);
+    auto ka = analysis::key_averages(trace);
     res.prefill_device_ms = range_device_ms(ka, "prefill");
     res.decode_device_ms = range_device_ms(ka, "decode");
     fmt::print("== {} (saved to {})\n{}{}\n{}\n", mode, pc.output_dir, ka.table(a.sort_by, row_limit, "", layout),
-               prof::memory_summary_text(trace), ranges_table(ka));
+               analysis::memory_summary_text(trace), ranges_table(ka));
     results.push_back(res);
   }
 
@@ -217,7 +217,7 @@ void add_profile_llama_command(CLI::App& profile) {
   sub->add_option("--warmup", a->warmup, "unprofiled generations first (compilation happens here)")
       ->capture_default_str()
       ->type_name("N");
-  sub->add_option("--sort-by", a->sort_by, "table sort key: " + prof::sort_key_names())->capture_default_str();
+  sub->add_option("--sort-by", a->sort_by, "table sort key: " + analysis::sort_key_names())->capture_default_str();
   sub->add_option("--row-limit", a->row_limit, "table rows (0: all)")->capture_default_str()->type_name("N");
   a->table.add_to(sub);
   sub->callback([a] { run_llama(*a); });

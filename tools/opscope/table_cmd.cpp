@@ -11,9 +11,9 @@
 #include "opscope/core/error.h"
 #include "check_flag.h"
 #include "table_flags.h"
-#include "opscope/profiler/key_averages.h"
-#include "opscope/profiler/memory.h"
-#include "opscope/profiler/roofline.h"
+#include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/memory.h"
+#include "opscope/analysis/roofline.h"
 #include "open_profile.h"
 #include "opscope/importer/ranks.h"
 
@@ -39,7 +39,7 @@ void add_table_command(CLI::App& app) {
   auto args = std::make_shared<TableArgs>();
   CLI::App* cmd = app.add_subcommand("table", "Print the key_averages table of a saved profile");
   cmd->add_option("dir", args->dir, "Profile folder (with profile.db), profile.db file, or a torch.profiler trace (.json, .json.gz)")->required();
-  cmd->add_option("--sort-by", args->sort_by, "Sort key: " + prof::sort_key_names() + " (or torch's cuda_*/cpu_* spellings)")
+  cmd->add_option("--sort-by", args->sort_by, "Sort key: " + analysis::sort_key_names() + " (or torch's cuda_*/cpu_* spellings)")
       ->capture_default_str();
   cmd->add_option("--row-limit", args->row_limit, "Rows to print (0: all)")->capture_default_str();
   cmd->add_flag("--group-by-shape", args->group_by_shape, "One row per op and input shapes");
@@ -53,27 +53,27 @@ void add_table_command(CLI::App& app) {
   cmd->add_option("--peak-gflops", args->peak_gflops, "Compute peak for the roofline, GFLOP/s (instead of the profile's)");
   cmd->callback([args] {
     // The flags first: a typo should not wait for a large profile to load.
-    prof::KeyAverages none;
+    analysis::KeyAverages none;
     check_flag("--sort-by", [&] { none.sorted(args->sort_by); });
     check_flag("--time-unit", [&] { none.table("", 1, args->time_unit); });
     check_peak_flags(args->peak_gbps, args->peak_gflops);
     if (!args->peaks.empty() && args->peak_gbps > 0) fail("--peaks", "give --peaks or --peak-gbps, not both");
-    prof::TableLayout layout = args->table.layout();
-    std::string peaks = args->peaks.empty() ? "" : prof::load_device_peaks(args->peaks);
+    analysis::TableLayout layout = args->table.layout();
+    std::string peaks = args->peaks.empty() ? "" : analysis::load_device_peaks(args->peaks);
     prof::Trace trace = open_profile(args->dir);
     // The same machine's roof for every profile: a run on a busy machine probed low.
-    if (!peaks.empty()) trace.config_json = prof::with_device_peaks(trace.config_json, peaks);
-    if (args->peak_gbps > 0) trace.config_json = prof::with_peak_gbps(trace.config_json, args->peak_gbps);
+    if (!peaks.empty()) trace.config_json = analysis::with_device_peaks(trace.config_json, peaks);
+    if (args->peak_gbps > 0) trace.config_json = analysis::with_peak_gbps(trace.config_json, args->peak_gbps);
     importer::override_peaks(trace, 0, args->peak_gflops);
     if (args->by_rank) {
       std::fputs(importer::rank_table(trace).text(args->row_limit).c_str(), stdout);
       return;
     }
-    prof::KeyAverages averages = prof::key_averages(trace, args->group_by_shape, args->group_by_stack);
+    analysis::KeyAverages averages = analysis::key_averages(trace, args->group_by_shape, args->group_by_stack);
     std::string table = averages.table(args->sort_by, args->row_limit, args->time_unit, layout);
     std::fputs(table.c_str(), stdout);
     if (!table.empty() && table.back() != '\n') std::fputc('\n', stdout);
-    std::fputs(prof::memory_summary_text(trace).c_str(), stdout);
+    std::fputs(analysis::memory_summary_text(trace).c_str(), stdout);
   });
 }
 

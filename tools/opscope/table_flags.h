@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "check_flag.h"
-#include "opscope/profiler/key_averages.h"
+#include "opscope/analysis/key_averages.h"
 
 namespace opscope::cli {
 
@@ -18,14 +18,14 @@ struct TableFlags {
   bool wide = false;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--columns", columns, "Table columns, comma-separated: " + prof::table_column_names())
+    cmd->add_option("--columns", columns, "Table columns, comma-separated: " + analysis::table_column_names())
         ->delimiter(',');
     cmd->add_flag("--wide", wide, "Every table column, torch's headers (default: fit 160 characters)");
   }
   // Checks the keys (as [--columns]) and gives the layout.
-  prof::TableLayout layout() const {
-    check_flag("--columns", [&] { prof::check_table_columns(columns); });
-    prof::TableLayout l;
+  analysis::TableLayout layout() const {
+    check_flag("--columns", [&] { analysis::check_table_columns(columns); });
+    analysis::TableLayout l;
     l.columns = columns;
     l.width = wide ? 0 : kTableWidth;
     return l;

@@ -1,6 +1,6 @@
 #include "opscope/advisor/verify.h"
 
-#include "opscope/advisor/region_kernels.h"
+#include "opscope/analysis/advisor/region_kernels.h"
 
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include <set>
 #include <unordered_map>
 
+#include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
 #include "opscope/models/llama.h"
 #include "opscope/models/llama_generate.h"
-#include "opscope/profiler/roofline.h"
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/device.h"
 

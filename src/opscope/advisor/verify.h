@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "opscope/advisor/advise.h"
+#include "opscope/analysis/advisor/advise.h"
 
 namespace opscope::advisor {
 

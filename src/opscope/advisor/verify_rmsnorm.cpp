@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "opscope/advisor/region_kernels.h"
 #include "opscope/advisor/verify.h"
+#include "opscope/analysis/advisor/region_kernels.h"
 #include "opscope/cases/rmsnorm.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"

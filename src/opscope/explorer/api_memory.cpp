@@ -25,7 +25,7 @@ json memory_view(const Profile& p, const Params& params) {
   json devices = json::array();
   for (const MemoryTrack& m : p.memory()) {
     MemoryWindow w = memory_window(m, t0, t1, points);
-    const prof::DeviceMemory& s = m.summary;
+    const analysis::DeviceMemory& s = m.summary;
     devices.push_back({{"device", s.device}, {"name", s.name}, {"t", w.t}, {"bytes", w.bytes},
                        {"events", w.events}, {"downsampled", w.downsampled},
                        {"window_max", {{"bytes", w.max_bytes}, {"t", w.max_t}}},

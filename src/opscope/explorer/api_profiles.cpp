@@ -4,9 +4,9 @@
 #include <map>
 #include <optional>
 
+#include "opscope/analysis/diff.h"
 #include "opscope/explorer/api_views.h"
 #include "opscope/explorer/summary.h"
-#include "opscope/profiler/diff.h"
 
 namespace opscope::explorer::api {
 
@@ -58,9 +58,9 @@ double pct(int64_t a, int64_t total) { return total > 0 ? 100.0 * double(a) / do
 
 json ops_view(const Profile& p, const Params& params) {
   const bool by_shape = int_param(params, "group_by_shape", 0, 0, 1) == 1;
-  std::optional<prof::KeyAverages> grouped;
-  if (by_shape) grouped = prof::key_averages(p.trace(), true);
-  const prof::KeyAverages& ka = by_shape ? *grouped : p.key_averages();
+  std::optional<analysis::KeyAverages> grouped;
+  if (by_shape) grouped = analysis::key_averages(p.trace(), true);
+  const analysis::KeyAverages& ka = by_shape ? *grouped : p.key_averages();
   const int64_t cpu = ka.self_cpu_time_total_ns(), dev = ka.self_device_time_total_ns();
   json rows = json::array();
   for (const auto& r : ka.sorted("self_device_time_total")) {
@@ -84,14 +84,14 @@ json ops_view(const Profile& p, const Params& params) {
 json compare_view(size_t a_id, const Profile& a, size_t b_id, const Profile& b) {
   // The numbers of `opscope diff A B`: rows matched by kind and name (an op of the naive
   // run against the same op compiled), from each profile's cached key_averages.
-  prof::DiffOptions options;
+  analysis::DiffOptions options;
   options.a_label = a.label();
   options.b_label = b.label();
-  prof::ProfileDiff diff = prof::diff_profiles(a.trace(), a.key_averages(), b.trace(), b.key_averages(), options);
+  analysis::ProfileDiff diff = analysis::diff_profiles(a.trace(), a.key_averages(), b.trace(), b.key_averages(), options);
   json rows = json::array();
-  for (const prof::DiffRow& r : diff.select({})) {
-    prof::DiffSide d = r.delta();
-    rows.push_back({{"name", r.name}, {"kind", prof::kind_name(r.kind)}, {"status", prof::status_name(r.status)},
+  for (const analysis::DiffRow& r : diff.select({})) {
+    analysis::DiffSide d = r.delta();
+    rows.push_back({{"name", r.name}, {"kind", prof::kind_name(r.kind)}, {"status", analysis::status_name(r.status)},
                     {"in_a", r.in_a()}, {"in_b", r.in_b()},
                     {"a_calls", r.a.count}, {"b_calls", r.b.count}, {"delta_calls", d.count},
                     {"a_self_cpu_ns", r.a.self_cpu_ns}, {"b_self_cpu_ns", r.b.self_cpu_ns},
@@ -105,7 +105,7 @@ json compare_view(size_t a_id, const Profile& a, size_t b_id, const Profile& b) 
                     {"delta_cpu_total_ns", d.cpu_total_ns},
                     {"delta_device_total_ns", d.device_total_ns}});
   }
-  auto side = [](size_t id, const Profile& p, const prof::ProfileTotals& t) {
+  auto side = [](size_t id, const Profile& p, const analysis::ProfileTotals& t) {
     return json{{"id", id}, {"label", p.label()},
                 {"self_cpu_total_ns", t.self_cpu_ns}, {"self_device_total_ns", t.self_device_ns},
                 {"t0", p.timeline().begin()}, {"t1", p.timeline().end()},
@@ -120,7 +120,7 @@ json compare_view(size_t a_id, const Profile& a, size_t b_id, const Profile& b) 
                         "events", "dropped", "steps", "peak_memory"})
     delta[k] = sb[k].get<int64_t>() - sa[k].get<int64_t>();
   std::map<std::string, int64_t> counts = {{"same", 0}, {"changed", 0}, {"added", 0}, {"removed", 0}};
-  for (const prof::DiffRow& r : diff.rows()) ++counts[prof::status_name(r.status)];
+  for (const analysis::DiffRow& r : diff.rows()) ++counts[analysis::status_name(r.status)];
   int64_t da = diff.a().self_device_ns, db = diff.b().self_device_ns;
   return {{"a", sa}, {"b", sb}, {"delta", delta}, {"counts", counts}, {"warnings", diff.warnings()},
           {"rows", rows}, {"device_ratio", da > 0 ? double(db) / double(da) : 0.0}};

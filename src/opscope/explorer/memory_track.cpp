@@ -16,7 +16,7 @@ std::vector<MemoryTrack> memory_tracks(const prof::Trace& trace) {
     m.event.push_back(i);
   }
   std::vector<MemoryTrack> out;
-  for (prof::DeviceMemory& s : prof::memory_summary(trace)) {
+  for (analysis::DeviceMemory& s : analysis::memory_summary(trace)) {
     MemoryTrack& m = by_device[s.device];
     m.summary = std::move(s);
     out.push_back(std::move(m));

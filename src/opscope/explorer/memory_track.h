@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "opscope/profiler/memory.h"
+#include "opscope/analysis/memory.h"
 #include "opscope/profiler/trace.h"
 
 namespace opscope::explorer {
 
 struct MemoryTrack {
-  prof::DeviceMemory summary;  // peak, when, in which op; the device's name
+  analysis::DeviceMemory summary;  // peak, when, in which op; the device's name
   std::vector<int64_t> t;      // event times, ascending
   std::vector<int64_t> bytes;  // allocated after each event
   std::vector<uint32_t> event; // index into Trace::events

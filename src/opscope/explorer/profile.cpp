@@ -43,8 +43,8 @@ std::shared_ptr<Profile> Profile::failed(std::string label, std::string source, 
   return p;
 }
 
-const prof::KeyAverages& Profile::key_averages() const {
-  std::call_once(ops_once_, [&] { ops_ = prof::key_averages(trace_); });
+const analysis::KeyAverages& Profile::key_averages() const {
+  std::call_once(ops_once_, [&] { ops_ = analysis::key_averages(trace_); });
   return *ops_;
 }
 

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/explorer/correlation.h"
 #include "opscope/explorer/memory_track.h"
 #include "opscope/explorer/timeline_index.h"
-#include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/trace.h"
 
 namespace opscope::explorer {
@@ -33,7 +33,7 @@ class Profile {
   const prof::Trace& trace() const { return trace_; }
   const TimelineIndex& timeline() const { return *timeline_; }
   const CorrelationIndex& correlation() const { return *corr_; }
-  const prof::KeyAverages& key_averages() const;  // ungrouped, computed once
+  const analysis::KeyAverages& key_averages() const;  // ungrouped, computed once
   const nlohmann::json& summary() const;          // summarize(*this), computed once (summary.cpp)
   const std::vector<MemoryTrack>& memory() const;  // allocated bytes per device, computed once
 
@@ -44,7 +44,7 @@ class Profile {
   std::unique_ptr<TimelineIndex> timeline_;
   std::unique_ptr<CorrelationIndex> corr_;
   mutable std::once_flag ops_once_;
-  mutable std::optional<prof::KeyAverages> ops_;
+  mutable std::optional<analysis::KeyAverages> ops_;
   mutable std::once_flag summary_once_;
   mutable nlohmann::json summary_;
   mutable std::once_flag memory_once_;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "opscope/advisor/advise.h"
+#include "opscope/analysis/advisor/advise.h"
 #include "opscope/core/error.h"
 
 namespace opscope::explorer {

@@ -35,11 +35,11 @@ double gbps(int64_t bytes, int64_t ns) { return ns > 0 ? double(bytes) / double(
 // byte of their launches) against achieved GFLOP/s. Ops whose launches do no flops
 // (copies, concat) have no place on a log scale and are only counted.
 json roofline_points(const Profile& p) {
-  const prof::KeyAverages& ka = p.key_averages();
-  const prof::Roofline& roof = ka.roofline();
+  const analysis::KeyAverages& ka = p.key_averages();
+  const analysis::Roofline& roof = ka.roofline();
   json points = json::array();
   int64_t data_only = 0;
-  for (const prof::KeyAverage& r : ka.rows()) {
+  for (const analysis::KeyAverage& r : ka.rows()) {
     if (r.kind != EventKind::op || r.device_total_ns <= 0 || r.bytes <= 0) continue;
     if (r.flops <= 0) {
       ++data_only;
@@ -147,7 +147,7 @@ json summarize(const Profile& p) {
   json top = json::array();
   auto rows = p.key_averages().sorted("self_device_time_total");
   for (size_t i = 0; i < rows.size() && top.size() < 10; ++i) {
-    const prof::KeyAverage& r = rows[i];
+    const analysis::KeyAverage& r = rows[i];
     if (r.kind == EventKind::kernel) continue;  // ops here; kernels have their own table
     top.push_back({{"name", r.name}, {"kind", prof::kind_name(r.kind)}, {"calls", r.count},
                    {"self_cpu_ns", r.self_cpu_ns}, {"self_device_ns", r.self_device_ns},
@@ -160,7 +160,7 @@ json summarize(const Profile& p) {
   // Each device's allocator peak and the op it happened in (empty: no allocator events).
   json memory = json::array();
   for (const MemoryTrack& track : p.memory()) {  // the memory view's, computed once per profile
-    const prof::DeviceMemory& m = track.summary;
+    const analysis::DeviceMemory& m = track.summary;
     memory.push_back({{"device", m.device}, {"name", m.name}, {"peak_bytes", m.peak_bytes},
                       {"peak_t", m.peak_time_ns}, {"peak_op", m.peak_op_path}, {"allocs", m.allocs}});
   }

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/core/error.h"
-#include "opscope/profiler/key_averages.h"
 
 namespace opscope::importer {
 
@@ -45,8 +45,8 @@ RankTable rank_table(const prof::Trace& trace) {
   }
   std::map<std::pair<int, std::string>, size_t> row_of;
   for (size_t k = 0; k < nr; ++k) {
-    prof::KeyAverages ka = prof::key_averages(per[k]);
-    for (const prof::KeyAverage& a : ka.rows()) {
+    analysis::KeyAverages ka = analysis::key_averages(per[k]);
+    for (const analysis::KeyAverage& a : ka.rows()) {
       auto key = std::make_pair(int(a.kind), a.name);
       auto [it, fresh] = row_of.try_emplace(key, t.rows.size());
       if (fresh) {

@@ -6,7 +6,7 @@
 //   p.start();
 //   for (...) { model(x); p.step(); }
 //   p.stop();
-//   std::cout << prof::key_averages(p.trace()).table("self_device_time_total");
+//   std::cout << analysis::key_averages(p.trace()).table("self_device_time_total");
 //
 // Without a schedule the session records from start() to stop(). With one, step()
 // moves through the schedule's actions with torch.profiler's transitions: recording

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "opscope/core/bytes.h"
 #include "opscope/core/error.h"
 #include "opscope/profiler/hooks.h"
-#include "opscope/profiler/memory.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/op_scope.h"
 
@@ -86,14 +86,14 @@ void CachingAllocator::fail_out_of_memory(size_t size) const {
   const char* op = OpScope::current();
   const Device* dev = Device::by_index(device_index_);
   std::string device = backend_ ? backend_->device_name : dev ? dev->name() : fmt::format("cpu:{}", device_index_);
-  std::string capacity = st.capacity > 0 ? fmt::format(", capacity {}", prof::format_memory(st.capacity)) : "";
+  std::string capacity = st.capacity > 0 ? fmt::format(", capacity {}", format_memory(st.capacity)) : "";
   // Where the CPU device's capacity comes from, so the user knows what to change.
   if (!backend_ && st.capacity > 0) capacity += " (MemAvailable at start, or OPSCOPE_CPU_MEMORY)";
   fail(op[0] ? op : "allocator",
        "{}: out of memory allocating {} ({} bytes): allocated {}, reserved {}{}; the cache was emptied and the "
        "allocation retried: free tensors or use smaller shapes",
-       device, prof::format_memory(int64_t(size)), size, prof::format_memory(st.allocated),
-       prof::format_memory(st.reserved), capacity);
+       device, format_memory(int64_t(size)), size, format_memory(st.allocated),
+       format_memory(st.reserved), capacity);
 }
 
 void CachingAllocator::set_capacity(int64_t bytes) {

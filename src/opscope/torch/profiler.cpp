@@ -19,12 +19,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
 #include "opscope/profiler/chrome_trace.h"
 #include "opscope/profiler/config.h"
-#include "opscope/profiler/key_averages.h"
 #include "opscope/profiler/record_function.h"
-#include "opscope/profiler/roofline.h"
 #include "opscope/profiler/session.h"
 #include "opscope/profiler/store.h"
 #include "opscope/runtime/probe.h"
@@ -205,7 +205,7 @@ class Window {
     if (cfg.layers & prof::kDevice) {
       // The roofline's peaks, measured once per process on the device (~0.2 s).
       const runtime::DevicePeaks& peaks = runtime::device_peaks(device(0));
-      prof::attach_device_peaks(peaks.to_json());
+      analysis::attach_device_peaks(peaks.to_json());
     }
     profiler_.start();
     if (cfg.layers & prof::kFramework) {
@@ -256,9 +256,9 @@ prof::ProfilerConfig make_config(const std::string& layers, const std::string& c
 // key_averages of a trace, computed once per prof.key_averages() call: its rows go to
 // Python as JSON, and .table() prints from the same object (a million events take ~0.5 s
 // to average here; the table used to average them again).
-std::shared_ptr<prof::KeyAverages> key_averages_of(const prof::Trace& t, bool by_shape, int by_stack) {
+std::shared_ptr<analysis::KeyAverages> key_averages_of(const prof::Trace& t, bool by_shape, int by_stack) {
   py::gil_scoped_release nogil;
-  return std::make_shared<prof::KeyAverages>(prof::key_averages(t, by_shape, by_stack));
+  return std::make_shared<analysis::KeyAverages>(analysis::key_averages(t, by_shape, by_stack));
 }
 
 }  // namespace
@@ -283,14 +283,14 @@ void bind_profiler(py::module_& m) {
     return d;
   });
 
-  py::class_<prof::KeyAverages, std::shared_ptr<prof::KeyAverages>>(m, "_KeyAverages")
+  py::class_<analysis::KeyAverages, std::shared_ptr<analysis::KeyAverages>>(m, "_KeyAverages")
       .def("table",
-           [](const prof::KeyAverages& ka, const std::string& sort_by, int64_t row_limit, const std::string& unit,
+           [](const analysis::KeyAverages& ka, const std::string& sort_by, int64_t row_limit, const std::string& unit,
               size_t width, const std::vector<std::string>& columns) {
-             prof::check_table_columns(columns);
-             return ka.table(sort_by, row_limit, unit, prof::TableLayout{columns, width});
+             analysis::check_table_columns(columns);
+             return ka.table(sort_by, row_limit, unit, analysis::TableLayout{columns, width});
            })
-      .def("to_json", [](const prof::KeyAverages& ka, const std::string& sort_by) { return ka.to_json(sort_by); });
+      .def("to_json", [](const analysis::KeyAverages& ka, const std::string& sort_by) { return ka.to_json(sort_by); });
 
   py::class_<prof::Trace, std::shared_ptr<prof::Trace>>(m, "_Trace")
       .def("key_averages", &key_averages_of)

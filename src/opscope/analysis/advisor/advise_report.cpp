@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "opscope/advisor/advise.h"
+#include "opscope/analysis/advisor/advise.h"
 
 namespace opscope::advisor {
 

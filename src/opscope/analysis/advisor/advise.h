@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "opscope/profiler/trace.h"
+#include "opscope/analysis/trace.h"
 
 namespace opscope::advisor {
 

@@ -1,6 +1,6 @@
 // diff_profiles: matching the two profiles' rows, their totals and warnings, and the
 // selection and order of rows a view shows (diff_format.cpp prints them).
-#include "opscope/profiler/diff.h"
+#include "opscope/analysis/diff.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,10 +12,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "opscope/analysis/memory.h"
 #include "opscope/core/error.h"
-#include "opscope/profiler/memory.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 namespace {
 
@@ -311,4 +311,4 @@ int64_t ProfileDiff::hidden(const DiffView& view) const {
   return n;
 }
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

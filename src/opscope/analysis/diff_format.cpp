@@ -5,9 +5,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "opscope/profiler/diff.h"
+#include "opscope/analysis/diff.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 namespace {
 
@@ -260,4 +260,4 @@ std::string ProfileDiff::to_json(const DiffView& view) const {
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

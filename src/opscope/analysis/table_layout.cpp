@@ -1,4 +1,4 @@
-#include "opscope/profiler/table_layout.h"
+#include "opscope/analysis/table_layout.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,7 +9,7 @@
 
 #include "opscope/core/error.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 namespace {
 
@@ -143,4 +143,4 @@ ColumnChoice choose_columns(const std::vector<std::string>& heads, const std::ve
   return out;
 }
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

@@ -1,4 +1,4 @@
-#include "opscope/advisor/pricing.h"
+#include "opscope/analysis/advisor/pricing.h"
 
 #include <nlohmann/json.hpp>
 
@@ -6,7 +6,7 @@
 
 namespace opscope::advisor {
 
-double kernel_store_gbps(const prof::Roofline& roof, double ws) { return roof.store_gbps_at(ws); }
+double kernel_store_gbps(const analysis::Roofline& roof, double ws) { return roof.store_gbps_at(ws); }
 
 std::map<std::string, double> generated_math_ns(std::string_view peaks_json) {
   std::map<std::string, double> out;

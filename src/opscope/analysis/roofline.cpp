@@ -1,4 +1,4 @@
-#include "opscope/profiler/roofline.h"
+#include "opscope/analysis/roofline.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "opscope/core/error.h"
 #include "opscope/profiler/annotate.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 namespace {
 
@@ -128,7 +128,7 @@ std::string load_device_peaks(const std::string& path) {
 
 void attach_device_peaks(const std::string& peaks_json) {
   auto peaks = nlohmann::json::parse(peaks_json);
-  set_trace_annotator("device_peaks", [peaks](Trace& t) {
+  prof::set_trace_annotator("device_peaks", [peaks](prof::Trace& t) {
     auto cfg = t.config_json.empty() ? nlohmann::ordered_json::object()
                                      : nlohmann::ordered_json::parse(t.config_json, nullptr, false);
     if (!cfg.is_object()) return;  // not ours to rewrite
@@ -139,4 +139,4 @@ void attach_device_peaks(const std::string& peaks_json) {
   });
 }
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "opscope/profiler/trace.h"
+#include "opscope/analysis/trace.h"
+#include "opscope/core/bytes.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 struct DeviceMemory {
   int32_t device = -1;
@@ -30,11 +31,9 @@ std::vector<DeviceMemory> memory_summary(const Trace& trace);
 // ("" when the trace has no alloc/free events).
 std::string memory_summary_text(const Trace& trace);
 
-// Bytes in human units as torch's tables print them, base 1024: "512 B", "1.50 KB",
-// "-4.00 MB", "2.00 GB" (`decimals` digits after the point above bytes).
-std::string format_memory(int64_t bytes, int decimals = 2);
+using opscope::format_memory;  // core/bytes.h
 
 // Whether the trace has any alloc or free event.
 bool has_memory_events(const Trace& trace);
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

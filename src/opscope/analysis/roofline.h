@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 struct Roofline {
   double peak_gbps = 0;    // best streaming rate beyond the caches
@@ -66,4 +66,4 @@ std::string load_device_peaks(const std::string& path);
 // config "device_peaks" and its memory roof as "peak_gbps".
 void attach_device_peaks(const std::string& peaks_json);
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

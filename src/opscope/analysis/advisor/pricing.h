@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "opscope/profiler/roofline.h"
+#include "opscope/analysis/roofline.h"
 
 namespace opscope::advisor {
 
@@ -20,7 +20,7 @@ namespace opscope::advisor {
 //    ordinary-store rate, not at the non-temporal one.
 // If the kernels come to reach the non-temporal rate beyond the cache, return
 // roof.gbps_at(ws) there.
-double kernel_store_gbps(const prof::Roofline& roof, double ws);
+double kernel_store_gbps(const analysis::Roofline& roof, double ws);
 
 // The generated kernels' math cost per element per core, by op ("silu" → ns), from a
 // device peaks object (JSON) that carries compiler/math_probe's measurement; empty when

@@ -1,5 +1,5 @@
-#include "opscope/advisor/patterns.h"
-#include "opscope/advisor/op_kinds.h"
+#include "opscope/analysis/advisor/op_kinds.h"
+#include "opscope/analysis/advisor/patterns.h"
 
 #include <algorithm>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "opscope/advisor/advise.h"
+#include "opscope/analysis/advisor/advise.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "opscope/advisor/op_kinds.h"
-#include "opscope/advisor/patterns.h"
-#include "opscope/advisor/pricing.h"
-#include "opscope/advisor/region_kernels.h"
+#include "opscope/analysis/advisor/op_kinds.h"
+#include "opscope/analysis/advisor/patterns.h"
+#include "opscope/analysis/advisor/pricing.h"
+#include "opscope/analysis/advisor/region_kernels.h"
+#include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
-#include "opscope/profiler/roofline.h"
 
 namespace opscope::advisor {
 
@@ -45,8 +45,8 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     fail("advise", "a pattern needs at least 2 ops (got {})", options.pattern.size());
   if (options.min_ops < 2) fail("advise", "min_ops must be at least 2 (got {})", options.min_ops);
   Advice adv;
-  prof::Roofline roof = prof::roofline_from_config(
-      options.peaks_json.empty() ? trace.config_json : prof::with_device_peaks("", options.peaks_json));
+  analysis::Roofline roof = analysis::roofline_from_config(
+      options.peaks_json.empty() ? trace.config_json : analysis::with_device_peaks("", options.peaks_json));
   if (options.peak_gbps > 0) {
     roof.peak_gbps = options.peak_gbps;
     roof.levels.clear();

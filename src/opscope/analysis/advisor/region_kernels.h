@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "opscope/profiler/trace.h"
+#include "opscope/analysis/trace.h"
 
 namespace opscope::advisor {
 

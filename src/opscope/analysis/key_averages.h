@@ -30,10 +30,10 @@
 #include <string_view>
 #include <vector>
 
-#include "opscope/profiler/roofline.h"
-#include "opscope/profiler/trace.h"
+#include "opscope/analysis/roofline.h"
+#include "opscope/analysis/trace.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 struct KeyAverage {
   std::string name;
@@ -134,4 +134,4 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape = false, 
 // spellings too).
 std::string sort_key_names(bool with_aliases = false);
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "opscope/profiler/key_averages.h"
-#include "opscope/profiler/trace.h"
+#include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/trace.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 struct DiffOptions {
   bool group_by_input_shape = false;  // ops with other input shapes are other rows
@@ -134,4 +134,4 @@ ProfileDiff diff_profiles(const Trace& a, const Trace& b, const DiffOptions& opt
 ProfileDiff diff_profiles(const Trace& a, const KeyAverages& ka, const Trace& b, const KeyAverages& kb,
                           const DiffOptions& options = {});
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

@@ -1,4 +1,4 @@
-#include "opscope/advisor/op_kinds.h"
+#include "opscope/analysis/advisor/op_kinds.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "opscope/advisor/region_kernels.h"
+#include "opscope/analysis/advisor/region_kernels.h"
 
 #include <fmt/format.h>
 

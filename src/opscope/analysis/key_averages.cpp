@@ -1,4 +1,4 @@
-#include "opscope/profiler/key_averages.h"
+#include "opscope/analysis/key_averages.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -6,11 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "opscope/analysis/memory.h"
+#include "opscope/analysis/table_layout.h"
 #include "opscope/core/error.h"
-#include "opscope/profiler/memory.h"
-#include "opscope/profiler/table_layout.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 namespace {
 
@@ -483,4 +483,4 @@ std::string KeyAverages::to_csv(std::string_view sort_by) const {
   return out;
 }
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "opscope/profiler/key_averages.h"
+#include "opscope/analysis/key_averages.h"
 
-namespace opscope::prof {
+namespace opscope::analysis {
 
 struct ColumnChoice {
   std::vector<size_t> shown;          // indexes into the full header list, in order
@@ -21,4 +21,4 @@ struct ColumnChoice {
 ColumnChoice choose_columns(const std::vector<std::string>& heads, const std::vector<std::vector<std::string>>& cells,
                             const TableLayout& layout);
 
-}  // namespace opscope::prof
+}  // namespace opscope::analysis
