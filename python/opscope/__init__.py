@@ -11,6 +11,10 @@ import os as _os
 
 import torch  # noqa: F401  (libtorch must be loaded before the extension)
 
+from . import _cpu_share
+
+_cpu_share.apply()  # several ranks on one machine: each device its own CPUs (before the device exists)
+
 # OPSCOPE_PROFILE=1 would make libopscope profile from its load on, outside torch's view;
 # the Python package profiles instead (opscope.profiler, with the aten ops), so the
 # library must not see the variable while it loads.
@@ -27,10 +31,11 @@ from . import _printing, _serialization  # noqa: F401
 from . import ops
 from . import profiler
 from ._compile import compile  # noqa: A001  (opscope.compile, as torch.compile)
+from . import distributed  # registers the "opscope" c10d backend
 
 if _auto is not None:
     profiler._auto_profile()
 
 __all__ = ["device", "device_count", "synchronize", "Stream", "stream", "current_stream", "default_stream",
            "memory_stats", "empty_cache", "fallback_report", "fallback_stats", "reset_fallback_stats", "ops",
-           "profiler", "compile"]
+           "profiler", "compile", "distributed"]

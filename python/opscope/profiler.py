@@ -464,7 +464,9 @@ class profile:
 
 class Exporter:
     """on_trace_ready=Exporter(cfg).export_trace writes each window into cfg.output_dir: the
-    first window there, window k (k >= 1) into '<output_dir>-<k>'. `.written` lists them."""
+    first window there, window k (k >= 1) into '<output_dir>-<k>'. `.written` lists them.
+    In a job of several ranks (torch.distributed), each rank writes into <that>/rank-N, which
+    `opscope table|explore <that>` open as one job."""
 
     def __init__(self, config=None):
         cfg = config if config is not None else Config()
@@ -475,7 +477,8 @@ class Exporter:
 
     def export_trace(self, prof):
         k = len(self.written)
-        d = self.output_dir if k == 0 else f"{self.output_dir}-{k}"
+        from .distributed import rank_dir
+        d = rank_dir(self.output_dir if k == 0 else f"{self.output_dir}-{k}")
         prof.export(d)
         self.written.append(d)
         return d
@@ -499,7 +502,8 @@ def _auto_profile():
     def finish():
         try:
             prof.stop()
-            print(f"opscope: profile written to {cfg.output_dir}", file=sys.stderr)
+            where = prof.on_trace_ready.__self__.written
+            print(f"opscope: profile written to {where[-1] if where else cfg.output_dir}", file=sys.stderr)
         except Exception as e:  # noqa: BLE001  (at exit: say why, never raise)
             print(f"opscope: profile not written: {e}", file=sys.stderr)
 

@@ -63,10 +63,22 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool /*non_bl
     copy_into(from_torch(dst, "aten::copy_"), from_torch(self, "aten::copy_"));
     return dst;
   }
-  // A host copy: wait for the device (also for launches still reading dst), then copy the
-  // memory as CPU tensors.
+  // A host copy: wait for the compute streams (also for launches still reading dst) and for
+  // the last writers of both sides, then copy the memory as CPU tensors. As .cpu() under
+  // CUDA, a collective in flight on a communication stream holds it up only when it writes
+  // src or dst (a reader of dst there is ordered by work.wait(), as NCCL's).
   AtenScope scope("aten::copy_", {});
-  device(0).synchronize();
+  Device& dev = device(0);
+  for (int i = 0; i < dev.num_streams(); ++i)
+    if (!dev.stream(i).engine()) dev.stream(i).synchronize();
+  for (const at::Tensor* t : {static_cast<const at::Tensor*>(&self), &dst}) {
+    if (!on_device(*t)) continue;
+    if (!to_dtype(t->scalar_type())) {  // no opscope view of it: wait for everything
+      dev.synchronize();
+      break;
+    }
+    runtime::wait_written(from_torch(*t, "aten::copy_"));
+  }
   at::Tensor s = on_device(self) ? cpu_alias(self) : self;
   at::Tensor d = on_device(dst) ? cpu_alias(dst) : dst;
   d.copy_(s);

@@ -22,6 +22,7 @@ namespace opscope::torch_bridge {
 int device_count();
 void bind_profiler(py::module_& m);  // profiler.cpp
 void bind_compile(py::module_& m);   // compile.cpp
+void bind_c10d(py::module_& m);      // c10d_bind.cpp
 Device& device(int64_t index);
 
 namespace {
@@ -105,6 +106,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_profile_events", &profile_events);
   bind_profiler(m);
   bind_compile(m);
+  bind_c10d(m);
 
   py::register_exception<opscope::Error>(m, "Error", PyExc_RuntimeError);
   // OPSCOPE_PROFILE=1 python ...: the whole run's profile (trace.json + profile.db) goes to

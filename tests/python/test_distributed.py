@@ -1,0 +1,212 @@
+"""The "opscope" c10d backend across processes on loopback: every collective against its CPU
+reference on 2 and 4 ranks, init methods, subgroups, a collective overlapping a kernel (in
+the profile), a dead peer, bad input, the launcher, the tensor-parallel example and its job
+profile. Each job is a set of subprocesses with a deadline; all are killed at the end."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+WORKER = os.path.join(HERE, "dist_worker.py")
+DEADLINE_S = 120  # a job that has not ended by then is killed and the test fails
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env_for(rank, world, port, extra=None):
+    env = dict(os.environ)
+    env.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                "PYTHONPATH": os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(
+                    __import__("opscope").__file__)), env.get("PYTHONPATH", "")] if p)})
+    env.pop("OPSCOPE_PROFILE", None)
+    env.update(extra or {})
+    return env
+
+
+def wait_all(procs, deadline_s):
+    """Waits for every process until the deadline; kills the rest. Returns their outputs."""
+    end = time.monotonic() + deadline_s
+    outs = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=max(0.1, end - time.monotonic()))
+            outs.append(out)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the job did not end within {deadline_s} s")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return outs
+
+
+def run_job(tmp_path, case, world, *args, extra_env=None, deadline_s=DEADLINE_S, expect_rc=None):
+    """Runs `case` of dist_worker.py on `world` ranks; returns each rank's result dict."""
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, WORKER, case, str(tmp_path), *args], env=env_for(r, world, port, extra_env),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(world)]
+    outs = wait_all(procs, deadline_s)
+    results = []
+    for r, (p, out) in enumerate(zip(procs, outs)):
+        path = tmp_path / f"result-{r}.json"
+        if expect_rc is not None and r in expect_rc:
+            assert p.returncode == expect_rc[r], out
+            results.append(None)
+            continue
+        assert path.exists(), f"rank {r} wrote no result (exit {p.returncode}):\n{out}"
+        res = json.loads(path.read_text())
+        assert "exception" not in res, f"rank {r}:\n{res['exception']}\n{out}"
+        results.append(res)
+    return results
+
+
+def assert_all_true(results, skip=()):
+    for r, res in enumerate(results):
+        bad = {k: v for k, v in res.items() if k not in skip and v is not True}
+        assert not bad, f"rank {r}: {bad}"
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_every_collective_matches_its_cpu_reference(tmp_path, world):
+    dtypes = "float32,bfloat16,int64" if world == 2 else "float32,float16"
+    assert_all_true(run_job(tmp_path, "collectives", world, dtypes))
+
+
+@pytest.mark.parametrize("method", ["tcp", "file"])
+def test_init_methods(tmp_path, method):
+    for res in run_job(tmp_path, "init_method", 2, method):
+        assert res == {"all_reduce": True, "backend": "opscope"}
+
+
+def test_two_groups_of_two_in_four_ranks(tmp_path):
+    assert_all_true(run_job(tmp_path, "subgroups", 4))
+
+
+def test_a_collective_overlaps_a_kernel_in_the_profile(tmp_path):
+    results = run_job(tmp_path, "overlap", 2)
+    assert_all_true(results, skip=("mm kernels",))
+    assert results[0]["overlap"] is True, results[0]["mm kernels"]
+    # The two ranks' profiles open as one job, both ranks on one timeline.
+    job = tmp_path / "profile"
+    assert sorted(os.listdir(job)) == ["rank-0", "rank-1"]
+    cli = opscope_cli()
+    out = subprocess.run([cli, "table", str(job), "--by-rank"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "rank 0 us" in out.stdout and "rank 1 us" in out.stdout, out.stdout
+    assert "all_reduce_f32" in out.stdout and "all_reduce, in 65536 elements" in out.stdout, out.stdout
+
+
+def test_a_dead_peer_fails_the_others_naming_the_collective_and_the_rank(tmp_path):
+    timeout_s = 6
+    t0 = time.monotonic()
+    results = run_job(tmp_path, "dead_peer", 3, extra_env={"DIST_TEST_TIMEOUT": str(timeout_s)},
+                      expect_rc={1: -9})
+    took = time.monotonic() - t0
+    for r in (0, 2):
+        err = results[r]["error"]
+        assert err is not None, results[r]
+        assert "c10d::allreduce_" in err and "all_reduce_f32 #2" in err, err
+        assert "rank 1 did not take part" in err, err
+        assert "rank 0 " not in err.split("Gloo:")[0] and "rank 2 " not in err.split("Gloo:")[0], err
+        assert "c10d::allreduce_" in results[r]["later"] and "broke" in results[r]["later"], results[r]["later"]
+        assert results[r]["profile"] is True
+    # Within the group's timeout (plus the processes' start and the exit of the test job).
+    assert took < timeout_s + 60
+    job = tmp_path / "profile"
+    out = subprocess.run([opscope_cli(), "table", str(job)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "no profile of rank 1" in out.stderr, out.stderr
+
+
+def test_bad_input_gets_errors_that_name_the_op(tmp_path):
+    results = run_job(tmp_path, "bad_input", 2)
+    for r, res in enumerate(results):
+        assert res["cpu tensor"].startswith("[c10d::allreduce_] the tensor is on cpu"), res["cpu tensor"]
+        mm = res["mismatch"]
+        assert mm.startswith("[c10d::allreduce_] all_reduce_f32 #"), mm
+        assert "rank 0 calls all_reduce of (4) f32 with SUM, rank 1 calls all_reduce of (8) f32 with SUM" in mm, mm
+        assert res["after mismatch"] is None or "disagree" in res["after mismatch"], res["after mismatch"]
+        assert res["bad root"].startswith("[c10d::broadcast_] root rank 5 is not in the group"), res["bad root"]
+        assert res["uneven all_gather"].startswith("[c10d::_allgather_base_] the output has 5 elements"), \
+            res["uneven all_gather"]
+        assert res["avg of ints"].startswith("[c10d::allreduce_] ReduceOp.AVG needs a floating dtype"), \
+            res["avg of ints"]
+
+
+def test_without_import_torch_says_the_backend_is_unknown(tmp_path):
+    res = run_job(tmp_path, "no_import", 1)[0]
+    assert res["error"] == "ValueError: Invalid backend: 'opscope'", res
+
+
+def test_registering_twice_is_harmless():
+    import opscope
+    opscope.distributed._register()
+    opscope.distributed._register()
+    assert torch.distributed.Backend("opscope") == "opscope"
+
+
+def test_launcher_fixes_std_from_str():
+    from torch.distributed.elastic.multiprocessing.api import Std
+    from opscope import run
+    run.patch()
+    assert Std.from_str("0") is Std.NONE
+    assert Std.from_str("3") is Std.ALL
+    assert Std.from_str("0:3,1:0") == {0: Std.ALL, 1: Std.NONE}
+    assert not run.needs_patch()
+    with pytest.raises(ValueError):
+        Std.from_str("9")
+
+
+def test_cpu_share_of_each_local_rank():
+    from opscope._cpu_share import cpus_of_local_rank
+    assert cpus_of_local_rank([0, 1, 2, 3], 1, 2) == [2, 3]
+    assert cpus_of_local_rank([0, 1], 3, 4) == [1]
+    assert cpus_of_local_rank([4, 5, 6], 0, 1) == [4, 5, 6]
+
+
+def opscope_cli():
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__import__("opscope").__file__))))
+    cli = os.path.join(build, "tools", "opscope")
+    if not os.path.exists(cli):
+        pytest.fail(f"the opscope CLI is not built at {cli}")
+    return cli
+
+
+def test_tensor_parallel_decoder_equals_one_process_and_profiles_each_rank(tmp_path):
+    """examples/tp_llama.py under `python3 -m opscope.run --nproc_per_node 2`: each rank checks
+    its output against the whole model run in one process; each writes its profile."""
+    port = free_port()
+    env = env_for(0, 1, port)
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k)
+    cmd = [sys.executable, "-m", "opscope.run", "--nproc_per_node", "2", "--master_port", str(port),
+           os.path.join(ROOT, "examples", "tp_llama.py"), "--check", "--steps", "2", "--out", str(tmp_path / "job")]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = wait_all([p], DEADLINE_S)[0]
+    assert p.returncode == 0, out
+    assert out.count("matches one process") == 2, out
+    job = tmp_path / "job"
+    assert sorted(os.listdir(job)) == ["rank-0", "rank-1"]
+    for r in (0, 1):
+        trace = json.loads((job / f"rank-{r}" / "trace.json").read_text())
+        assert trace["distributedInfo"] == {"backend": "opscope", "rank": r, "world_size": 2}
+        dist_meta = trace["otherData"]["config"]["distributed"]
+        assert dist_meta["clock"]["shared"] is True and dist_meta["clock"]["offset_ns"] == 0
+        comm = [e for e in trace["traceEvents"] if e.get("name") == "all_reduce_f32" and e.get("cat") == "kernel"]
+        assert comm and all(e["args"]["group size"] == 2 and e["args"]["busbw (GB/s)"] >= 0 for e in comm)
+    cli = subprocess.run([opscope_cli(), "table", str(job), "--by-rank"], capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+    assert "all_reduce_f32" in cli.stdout and "rank 1 us" in cli.stdout, cli.stdout
