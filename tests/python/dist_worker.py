@@ -1,8 +1,11 @@
-"""One rank of a test_distributed.py job: python3 dist_worker.py CASE OUT_DIR [args].
+"""Ranks of a test_distributed.py job: python3 dist_worker.py OUT_DIR CASE[:ARG] ...
 
-Ranks come from the environment as torchrun sets it (RANK, WORLD_SIZE, LOCAL_RANK,
-LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Each rank writes what it found to
-OUT_DIR/result-<rank>.json; the test compares. Every wait is bounded by the group's timeout."""
+The cases run one after the other in the same processes (process start-up is most of a
+test's time), each with its own init_process_group and destroy, the k-th at the k-th port
+of DIST_TEST_PORTS. Ranks come from the environment as torchrun sets it (RANK, WORLD_SIZE,
+LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Each rank writes what it found in
+each case to OUT_DIR/<case>/result-<rank>.json; the test compares. Every wait is bounded
+by the group's timeout."""
 import datetime
 import json
 import os
@@ -293,15 +296,24 @@ CASES = {"collectives": collectives, "init_method": init_method, "subgroups": su
 
 
 def main():
-    case, out = sys.argv[1], sys.argv[2]
-    try:
-        res = CASES[case](out, *sys.argv[3:])
-    except Exception:  # noqa: BLE001  (reported to the test, which fails with it)
-        res = {"exception": traceback.format_exc()}
-    tmp = os.path.join(out, f".result-{RANK}.json")
-    with open(tmp, "w") as f:
-        json.dump(res, f)
-    os.replace(tmp, os.path.join(out, f"result-{RANK}.json"))
+    out = sys.argv[1]
+    ports = os.environ.get("DIST_TEST_PORTS", "").split(",")
+    for k, spec in enumerate(sys.argv[2:]):
+        case, _, arg = spec.partition(":")
+        where = os.path.join(out, spec.replace(":", "-").replace(",", "_"))
+        os.makedirs(where, exist_ok=True)
+        if k < len(ports) and ports[k]:
+            os.environ["MASTER_PORT"] = ports[k]
+        try:
+            res = CASES[case](where, *([arg] if arg else []))
+        except Exception:  # noqa: BLE001  (reported to the test, which fails with it)
+            res = {"exception": traceback.format_exc()}
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        tmp = os.path.join(where, f".result-{RANK}.json")
+        with open(tmp, "w") as f:
+            json.dump(res, f)
+        os.replace(tmp, os.path.join(where, f"result-{RANK}.json"))
 
 
 if __name__ == "__main__":

@@ -18,16 +18,25 @@ WORKER = os.path.join(HERE, "dist_worker.py")
 DEADLINE_S = 120  # a job that has not ended by then is killed and the test fails
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n):
+    """n distinct free ports (each socket held open until all are picked)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
-def env_for(rank, world, port, extra=None):
+def env_for(rank, world, ports, extra=None):
     env = dict(os.environ)
     env.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
-                "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(ports[0]),
+                "DIST_TEST_PORTS": ",".join(map(str, ports)),
                 "PYTHONPATH": os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(
                     __import__("opscope").__file__)), env.get("PYTHONPATH", "")] if p)})
     env.pop("OPSCOPE_PROFILE", None)
@@ -53,24 +62,37 @@ def wait_all(procs, deadline_s):
     return outs
 
 
-def run_job(tmp_path, case, world, *args, extra_env=None, deadline_s=DEADLINE_S, expect_rc=None):
-    """Runs `case` of dist_worker.py on `world` ranks; returns each rank's result dict."""
-    port = free_port()
-    procs = [subprocess.Popen([sys.executable, WORKER, case, str(tmp_path), *args], env=env_for(r, world, port, extra_env),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(world)]
-    outs = wait_all(procs, deadline_s)
-    results = []
-    for r, (p, out) in enumerate(zip(procs, outs)):
-        path = tmp_path / f"result-{r}.json"
-        if expect_rc is not None and r in expect_rc:
-            assert p.returncode == expect_rc[r], out
-            results.append(None)
-            continue
-        assert path.exists(), f"rank {r} wrote no result (exit {p.returncode}):\n{out}"
-        res = json.loads(path.read_text())
-        assert "exception" not in res, f"rank {r}:\n{res['exception']}\n{out}"
-        results.append(res)
-    return results
+class Job:
+    """`world` ranks of dist_worker.py running `cases` one after the other (one process
+    start-up for all of them); each case's per-rank results, read by the tests."""
+
+    def __init__(self, out_dir, world, *cases, extra_env=None, deadline_s=DEADLINE_S):
+        self.out_dir, self.world, self.cases = out_dir, world, cases
+        ports = free_ports(len(cases))
+        self.procs = [subprocess.Popen([sys.executable, WORKER, str(out_dir), *cases],
+                                       env=env_for(r, world, ports, extra_env),
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                      for r in range(world)]
+        self.outputs = wait_all(self.procs, deadline_s)
+
+    def dir(self, case):
+        return self.out_dir / case.replace(":", "-").replace(",", "_")
+
+    def results(self, case, expect_rc=None):
+        """Each rank's result dict of `case` (None for the ranks whose exit code `expect_rc` names)."""
+        assert case in self.cases
+        results = []
+        for r, (p, out) in enumerate(zip(self.procs, self.outputs)):
+            if expect_rc is not None and r in expect_rc:
+                assert p.returncode == expect_rc[r], out
+                results.append(None)
+                continue
+            path = self.dir(case) / f"result-{r}.json"
+            assert path.exists(), f"rank {r} wrote no result for {case} (exit {p.returncode}):\n{out}"
+            res = json.loads(path.read_text())
+            assert "exception" not in res, f"rank {r}:\n{res['exception']}\n{out}"
+            results.append(res)
+        return results
 
 
 def assert_all_true(results, skip=()):
@@ -79,28 +101,48 @@ def assert_all_true(results, skip=()):
         assert not bad, f"rank {r}: {bad}"
 
 
-@pytest.mark.parametrize("world", [2, 4])
-def test_every_collective_matches_its_cpu_reference(tmp_path, world):
-    dtypes = "float32,bfloat16,int64" if world == 2 else "float32,float16"
-    assert_all_true(run_job(tmp_path, "collectives", world, dtypes))
+COLLECTIVES_2 = "collectives:float32,bfloat16,int64"
+COLLECTIVES_4 = "collectives:float32,float16"
+
+
+@pytest.fixture(scope="module")
+def job2(tmp_path_factory):
+    """Two ranks: every collective, bad input, the tcp:// and file:// init methods, a
+    collective overlapping a kernel."""
+    return Job(tmp_path_factory.mktemp("job2"), 2, COLLECTIVES_2, "bad_input", "init_method:tcp",
+               "init_method:file", "overlap")
+
+
+@pytest.fixture(scope="module")
+def job4(tmp_path_factory):
+    """Four ranks: every collective, two groups of two."""
+    return Job(tmp_path_factory.mktemp("job4"), 4, COLLECTIVES_4, "subgroups")
+
+
+def test_every_collective_matches_its_cpu_reference_on_2_ranks(job2):
+    assert_all_true(job2.results(COLLECTIVES_2))
+
+
+def test_every_collective_matches_its_cpu_reference_on_4_ranks(job4):
+    assert_all_true(job4.results(COLLECTIVES_4))
 
 
 @pytest.mark.parametrize("method", ["tcp", "file"])
-def test_init_methods(tmp_path, method):
-    for res in run_job(tmp_path, "init_method", 2, method):
+def test_init_methods(job2, method):
+    for res in job2.results(f"init_method:{method}"):
         assert res == {"all_reduce": True, "backend": "opscope"}
 
 
-def test_two_groups_of_two_in_four_ranks(tmp_path):
-    assert_all_true(run_job(tmp_path, "subgroups", 4))
+def test_two_groups_of_two_in_four_ranks(job4):
+    assert_all_true(job4.results("subgroups"))
 
 
-def test_a_collective_overlaps_a_kernel_in_the_profile(tmp_path):
-    results = run_job(tmp_path, "overlap", 2)
+def test_a_collective_overlaps_a_kernel_in_the_profile(job2):
+    results = job2.results("overlap")
     assert_all_true(results, skip=("mm kernels",))
     assert results[0]["overlap"] is True, results[0]["mm kernels"]
     # The two ranks' profiles open as one job, both ranks on one timeline.
-    job = tmp_path / "profile"
+    job = job2.dir("overlap") / "profile"
     assert sorted(os.listdir(job)) == ["rank-0", "rank-1"]
     cli = opscope_cli()
     out = subprocess.run([cli, "table", str(job), "--by-rank"], capture_output=True, text=True, timeout=60)
@@ -112,8 +154,8 @@ def test_a_collective_overlaps_a_kernel_in_the_profile(tmp_path):
 def test_a_dead_peer_fails_the_others_naming_the_collective_and_the_rank(tmp_path):
     timeout_s = 6
     t0 = time.monotonic()
-    results = run_job(tmp_path, "dead_peer", 3, extra_env={"DIST_TEST_TIMEOUT": str(timeout_s)},
-                      expect_rc={1: -9})
+    job = Job(tmp_path, 3, "dead_peer", extra_env={"DIST_TEST_TIMEOUT": str(timeout_s)})
+    results = job.results("dead_peer", expect_rc={1: -9})
     took = time.monotonic() - t0
     for r in (0, 2):
         err = results[r]["error"]
@@ -125,14 +167,13 @@ def test_a_dead_peer_fails_the_others_naming_the_collective_and_the_rank(tmp_pat
         assert results[r]["profile"] is True
     # Within the group's timeout (plus the processes' start and the exit of the test job).
     assert took < timeout_s + 60
-    job = tmp_path / "profile"
-    out = subprocess.run([opscope_cli(), "table", str(job)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([opscope_cli(), "table", str(job.dir("dead_peer") / "profile")], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "no profile of rank 1" in out.stderr, out.stderr
 
 
-def test_bad_input_gets_errors_that_name_the_op(tmp_path):
-    results = run_job(tmp_path, "bad_input", 2)
+def test_bad_input_gets_errors_that_name_the_op(job2):
+    results = job2.results("bad_input")
     for r, res in enumerate(results):
         assert res["cpu tensor"].startswith("[c10d::allreduce_] the tensor is on cpu"), res["cpu tensor"]
         mm = res["mismatch"]
@@ -147,7 +188,7 @@ def test_bad_input_gets_errors_that_name_the_op(tmp_path):
 
 
 def test_without_import_torch_says_the_backend_is_unknown(tmp_path):
-    res = run_job(tmp_path, "no_import", 1)[0]
+    res = Job(tmp_path, 1, "no_import").results("no_import")[0]
     assert res["error"] == "ValueError: Invalid backend: 'opscope'", res
 
 
@@ -188,9 +229,9 @@ def opscope_cli():
 def test_tensor_parallel_decoder_equals_one_process_and_profiles_each_rank(tmp_path):
     """examples/tp_llama.py under `python3 -m opscope.run --nproc_per_node 2`: each rank checks
     its output against the whole model run in one process; each writes its profile."""
-    port = free_port()
-    env = env_for(0, 1, port)
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+    port = free_ports(1)[0]
+    env = env_for(0, 1, [port])
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "DIST_TEST_PORTS"):
         env.pop(k)
     cmd = [sys.executable, "-m", "opscope.run", "--nproc_per_node", "2", "--master_port", str(port),
            os.path.join(ROOT, "examples", "tp_llama.py"), "--check", "--steps", "2", "--out", str(tmp_path / "job")]

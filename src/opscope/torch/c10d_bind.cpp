@@ -104,6 +104,7 @@ void bind_c10d(py::module_& m) {
     {
       std::lock_guard<std::mutex> g(job_info().m);
       job_info().job = j;
+      job_info().groups = json::array();  // a new default group: a new job (after destroy_process_group)
     }
     prof::set_trace_annotator("distributed", &annotate);
   });

@@ -154,10 +154,8 @@ void ProcessGroupOpscope::fail_call(CollectiveCall& call, const std::string& mes
   }
   call.error = message;
   call.state.store(2, std::memory_order_release);
-  // Compute streams only: other groups' communication goes on (their peers expect it).
-  Device& d = device(0);
-  for (int i = 0; i < d.num_streams(); ++i)
-    if (!d.stream(i).engine()) d.stream(i).set_error(message);
+  // Not other groups' streams: their communication goes on (their peers expect it).
+  call.caller->set_error(message);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupOpscope::submit(Plan& p) {
@@ -198,6 +196,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupOpscope::submit(Plan& p) {
     // After everything the caller's stream queued so far: the kernels that made the inputs,
     // and those still reading the buffers it will write.
     Stream& caller = current_stream(device(0));
+    call->caller = &caller;
     engine.stream().wait(caller.record());
     engine.launch(std::move(spec), rp, wp);
     call->launch_seq = engine.stream().submitted();

@@ -8,10 +8,11 @@
 // device's memory is host memory, so Gloo reads and writes the tensors' own bytes.
 //
 // Work::wait() orders the caller's stream after the collective (as NCCL's does); it blocks
-// the host only for a barrier or when given a timeout. A collective that fails (a dead or
-// stuck peer, ranks that disagree on shapes) breaks the group: its error, naming the
-// collective and the ranks that did not take part, goes on every stream of the device, so
-// the next read or synchronize raises it, and later collectives of the group fail at once.
+// the host only for a barrier or when given a timeout. A failed collective's error goes on
+// the caller's stream, so the next read or synchronize raises it. Ranks
+// that disagree on shapes all fail that one collective alike and the group goes on; a
+// transport failure (a dead or stuck peer: the error names the ranks that did not take
+// part) breaks the group: its later collectives fail at the call.
 #pragma once
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -36,6 +37,7 @@ struct CollectiveCall {
   std::string kernel;        // its device event: "all_reduce_f32"
   uint64_t seq = 0;          // its number in the group
   Stream* stream = nullptr;  // the communication stream and the launch's place on it
+  Stream* caller = nullptr;  // the stream it was called from: where its error goes
   uint64_t launch_seq = 0;
   std::atomic<int> state{0};  // 0 pending, 1 done, 2 failed
   std::string error;          // set before state becomes 2
@@ -92,9 +94,9 @@ class ProcessGroupOpscope final : public c10d::ProcessGroup {
   c10d::Store& store() { return *store_; }
   // The first failure's message once the group is broken ("" while it works).
   std::string broken() const;
-  // `call` failed: its error goes on every compute stream of the device (nothing computed
-  // from a failed collective's output goes unreported); a transport failure also breaks
-  // the group (its later collectives fail at once).
+  // `call` failed: its error goes on the stream it was called from (the caller's next read
+  // or synchronize raises it); a transport failure also breaks the group (its later
+  // collectives fail at the call).
   void fail_call(CollectiveCall& call, const std::string& message, bool breaks_group);
 
  private:

@@ -262,7 +262,10 @@ void run_plan(ProcessGroupOpscope& g, CollectiveCall& call, Plan& plan) {
     message = failure_message(g, call, plan, e.what(), started);
   }
   g.fail_call(call, message, breaks);
-  throw Error(message);
+  // A failure every rank saw alike (the ranks disagree) leaves the group working: its
+  // stream goes on (the error reaches the caller through the Work and the compute
+  // streams). A transport failure stops the stream too.
+  if (breaks) throw Error(message);
 }
 
 }  // namespace opscope::torch_bridge
