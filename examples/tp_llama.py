@@ -131,7 +131,7 @@ class Llama(nn.Module):
         cos, sin = emb.cos()[None, None], emb.sin()[None, None]
         mask = None
         if s > 1:
-            mask = torch.triu(torch.full((s, s + past), float("-inf"), device=tokens.device), diagonal=past + 1)[None, None]
+            mask = torch.full((s, s + past), float("-inf")).triu(past + 1)[None, None].to(tokens.device)
         new_cache = []
         for i, layer in enumerate(self.layers):
             x, c = layer(x, cos, sin, mask, None if cache is None else cache[i])
