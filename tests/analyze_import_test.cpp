@@ -8,6 +8,8 @@
 #include "import_util.h"
 #include "opscope/analysis/analyze.h"
 #include "opscope/core/error.h"
+#include "opscope/explorer/profile.h"
+#include "opscope/explorer/summary.h"
 #include "opscope/importer/analyze_traces.h"
 #include "opscope/importer/gpu_peaks.h"
 #include "trace_util.h"
@@ -134,6 +136,20 @@ TEST(KernelTables, HoldDeviceKernelsNeverRuntimeCalls) {
   }
   EXPECT_EQ(kernels, 4);
   EXPECT_EQ(row(ka, "ampere_sgemm_128x64_tn").device_total_ns, 2 * 200'000);
+  // The explorer's Summary: the same kernels, by name, with their device time.
+  explorer::Profile p("r0", "r0.json", t);
+  const json& summary = p.summary();
+  ASSERT_EQ(summary["kernels"].size(), 4u) << summary["kernels"].dump();
+  for (const json& k : summary["kernels"]) {
+    std::string name = k["name"].get<std::string>();
+    EXPECT_EQ(name.rfind("cuda", 0), std::string::npos) << name;
+    if (name == "ampere_sgemm_128x64_tn") {
+      EXPECT_EQ(k["launches"], 2);
+      EXPECT_EQ(k["device_ns"], 2 * 200'000);
+    }
+  }
+  EXPECT_EQ(summary["peak_gbps"], 1555.0);  // the A100 40 GB's datasheet bandwidth
+  EXPECT_EQ(summary["peak_source"], "datasheet: A100 SXM 40GB");
 }
 
 TEST(GpuPeaks, VariantsAreToldApartByTheirProperties) {
