@@ -25,7 +25,18 @@ struct ImportResult {
   prof::Trace trace;
   std::string format;                 // of the first file ("kineto-2024", ...)
   std::vector<std::string> warnings;  // "<file>: 3 events with no ts skipped (first: event 17)"
+  // Flows whose partner lies outside the window (Kineto's normal edge), over all files;
+  // the last warning says so in one line when there are any (unmatched_flows_note).
+  int64_t flows_without_start = 0, flows_without_finish = 0, files_with_unmatched_flows = 0, files = 0;
 };
+
+// "12 flow ends (ph f) whose start lies before the window and 3 flow starts (ph s) whose
+// end lies after it, in 2 of 8 files: Kineto's normal edge (ignored)"; "" for none.
+std::string unmatched_flows_note(int64_t without_start, int64_t without_finish, int64_t in_files, int64_t of_files);
+
+// The trace files `paths` name: files as given, folders as every *.json / *.json.gz in
+// them, sorted. Errors "[import] ..." for an unlistable folder, or one without traces.
+std::vector<std::string> trace_files(const std::vector<std::string>& paths);
 
 // `paths`: trace files, or folders of per-rank trace files (every *.json / *.json.gz
 // in it, sorted). More than one file: one rank each (distributedInfo's rank, else the
