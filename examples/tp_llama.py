@@ -209,6 +209,8 @@ def main(argv=None):
     with torch.no_grad():
         generate(model, tokens.to(dev), 1)  # warm-up: allocator, first launches
         opscope.synchronize()
+        if distributed:
+            dist.barrier()  # the ranks' profiled windows start together
         if cfg.out:
             pc = Config(output_dir=cfg.out)
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.DEVICE], experimental_config=pc,

@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "import_util.h"
+#include "opscope/analysis/rank_view.h"
 #include "opscope/core/error.h"
 #include "opscope/importer/job.h"
 #include "opscope/importer/ranks.h"
@@ -206,6 +207,26 @@ TEST(Collective, DescriptionAndBusBandwidthFactors) {
   EXPECT_DOUBLE_EQ(prof::bus_factor("send", 2), 1.0);
   EXPECT_DOUBLE_EQ(prof::bus_factor("barrier", 2), 0.0);
   EXPECT_DOUBLE_EQ(prof::algbw_gbps(4'000'000, 1'000'000), 4.0);
+}
+
+// The analyses count every collective of the opscope backend as communication, also
+// those whose names no library rule knows (broadcast_f32, recv_f32, barrier).
+TEST(Collective, EveryKindCountsAsCommunicationInTheAnalyses) {
+  prof::Trace t;
+  t.devices.push_back({0, "cpu:0", "", 1});
+  t.tracks.push_back({prof::Track::Kind::device_core, "cpu:0 stream 1", 0, 0, 1, -1});
+  const char* names[] = {"broadcast_f32", "recv_bf16", "barrier", "add_f32"};
+  for (int i = 0; i < 4; ++i) {
+    prof::TraceEvent k;
+    k.kind = prof::EventKind::kernel, k.id = uint64_t(i + 1), k.t0 = 10 * i, k.t1 = 10 * i + 5, k.track = 0, k.device = 0;
+    k.name = names[i];
+    if (i < 3) k.shapes = fmt::format("collective {}, group of 2, pg 0, seq {}", names[i], i + 1);
+    t.events.push_back(k);
+  }
+  analysis::RankView v = analysis::rank_view(t, -1);
+  ASSERT_EQ(v.work.size(), 4u);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(v.work[size_t(i)].kind, i < 3 ? analysis::KernelKind::comm : analysis::KernelKind::comp) << names[i];
 }
 
 TEST(Collective, TraceJsonCarriesBandwidthsAndDistributedInfo) {

@@ -251,3 +251,11 @@ def test_tensor_parallel_decoder_equals_one_process_and_profiles_each_rank(tmp_p
     cli = subprocess.run([opscope_cli(), "table", str(job), "--by-rank"], capture_output=True, text=True, timeout=60)
     assert cli.returncode == 0, cli.stderr
     assert "all_reduce_f32" in cli.stdout and "rank 1 us" in cli.stdout, cli.stdout
+    # opscope analyze DIR: the job per rank, the collectives as communication.
+    an = subprocess.run([opscope_cli(), "analyze", str(job), "--json"], capture_output=True, text=True, timeout=60)
+    assert an.returncode == 0, an.stderr
+    report = json.loads(an.stdout)
+    assert report["ranks"] == [0, 1], an.stdout[:2000]
+    for r in report["kernels"]["per_rank"]:
+        comm = [k for k in r["top"] if k["name"] == "all_reduce_f32"]
+        assert r["comm_count"] > 0 and comm and comm[0]["kind"] == "COMM", r

@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "opscope/profiler/collective.h"
+
 namespace opscope::analysis {
 
 int64_t RankView::t0() const {
@@ -71,7 +73,9 @@ RankView rank_view(const Trace& trace, int64_t rank) {
         w.t0 = e.t0;
         w.t1 = e.t1;
         w.name = n->second;
-        w.kind = kernel_kind(e.name);
+        // A collective says so in its description (opscope's broadcast_f32, recv_f32, barrier
+        // carry no library's name); others by their name.
+        w.kind = prof::is_collective(e) ? KernelKind::comm : kernel_kind(e.name);
         w.event = i;
         v.work.push_back(w);
         work_track.push_back(e.track);

@@ -9,6 +9,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/importer/import.h"
+#include "opscope/importer/job.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::importer {
@@ -28,6 +29,13 @@ int64_t recorded_rank(const prof::Trace& t) {
 
 analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::AnalyzeOptions& o) {
   analysis::check_analyze_options(o);
+  if (is_job_dir(path)) {  // DIR/rank-N opscope profiles of one job: merged, then per rank
+    std::vector<std::string> notes;
+    analysis::TraceAnalysis a = analysis::analyze(load_job(path, &notes), o);
+    a.source = path;
+    a.warnings.insert(a.warnings.begin(), notes.begin(), notes.end());
+    return a;
+  }
   if (!is_trace_path(path)) {
     analysis::TraceAnalysis a = analysis::analyze(prof::load_profile(path), o);
     a.source = path;
