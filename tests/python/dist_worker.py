@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 
 import torch
@@ -221,6 +222,38 @@ def overlap(out):
     return res
 
 
+def stuck_peer(out, timeout_s):
+    """The last rank never joins the second all_reduce (stuck, not dead): the others fail
+    within the group's timeout naming it; it goes on once they have."""
+    import opscope  # noqa: F401
+    timeout = datetime.timedelta(seconds=float(timeout_s))
+    dist.init_process_group("opscope", timeout=timeout)
+    store = dist.distributed_c10d._get_default_store()
+    r, n = dist.get_rank(), dist.get_world_size()
+    x = torch.ones(8).to(dev())
+    dist.all_reduce(x)
+    x.cpu()
+    res = {"error": None}
+    if r == n - 1:
+        store.wait([f"failed-{k}" for k in range(n - 1)], datetime.timedelta(seconds=30))
+    else:
+        t0 = time.monotonic()
+        work = dist.all_reduce(x, async_op=True)
+        try:
+            work.wait()
+            x.cpu()
+        except RuntimeError as e:
+            res["error"] = str(e)
+        res["took_s"] = time.monotonic() - t0
+        res["completed"] = work.is_completed()
+        store.set(f"failed-{r}", "1")
+    store.set(f"done-{r}", "1")
+    if r == 0:  # rank 0 hosts the store: it leaves last
+        store.wait([f"done-{k}" for k in range(n)], datetime.timedelta(seconds=30))
+    dist.destroy_process_group()
+    return res
+
+
 def dead_peer(out):
     """Rank 1 dies between two all_reduces; the others fail within the timeout with an error
     naming the collective and rank 1, and still write their profile whole."""
@@ -237,11 +270,13 @@ def dead_peer(out):
             x.cpu()
             if r == 1:
                 os.kill(os.getpid(), signal.SIGKILL)
+            t0 = time.monotonic()
             dist.all_reduce(x)
             x.cpu()
         res["error"] = None
     except RuntimeError as e:
         res["error"] = str(e)
+    res["took_s"] = time.monotonic() - t0
     try:
         y = torch.ones(2).to(dev())
         dist.all_reduce(y)
@@ -292,7 +327,7 @@ def no_import(out):
 
 
 CASES = {"collectives": collectives, "init_method": init_method, "subgroups": subgroups, "overlap": overlap,
-         "dead_peer": dead_peer, "bad_input": bad_input, "no_import": no_import}
+         "dead_peer": dead_peer, "stuck_peer": stuck_peer, "bad_input": bad_input, "no_import": no_import}
 
 
 def main():

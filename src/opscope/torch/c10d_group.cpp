@@ -130,9 +130,26 @@ ProcessGroupOpscope::ProcessGroupOpscope(c10::intrusive_ptr<c10d::ProcessGroup> 
       info_(std::move(info)),
       engine_(std::make_unique<HostEngine>(device(0))) {}
 
+namespace {
+// A group's stream outlives the group (a device never frees a stream) and falls back to the
+// cores: the failure it holds was the group's, reported at its collectives, not the device's.
+void drop_error(Stream& s) {
+  try {
+    s.check_error();
+  } catch (const Error&) {
+  }
+}
+}  // namespace
+
 ProcessGroupOpscope::~ProcessGroupOpscope() {  // each engine runs what was queued first
-  p2p_.clear();
+  for (auto& [peer, engine] : p2p_) {
+    Stream& s = engine->stream();
+    engine.reset();
+    drop_error(s);
+  }
+  Stream& s = engine_->stream();
   engine_.reset();
+  drop_error(s);
 }
 
 HostEngine& ProcessGroupOpscope::engine_for(const Plan& p) {

@@ -29,7 +29,18 @@ std::exception_ptr WorkOpscope::exception() const {
 }
 
 void WorkOpscope::raise_if_failed() const {
-  if (std::exception_ptr e = exception()) std::rethrow_exception(e);
+  std::exception_ptr e = exception();
+  if (!e) return;
+  // Reported here, once: the caller's stream, which holds the same error, need not raise
+  // it again at its next synchronize (another error it holds stays).
+  if (call_->state.load(std::memory_order_acquire) == 2 && call_->caller) {
+    try {
+      call_->caller->check_error();
+    } catch (const Error& other) {
+      if (call_->error != other.what()) call_->caller->set_error(other.what());
+    }
+  }
+  std::rethrow_exception(e);
 }
 
 int WorkOpscope::sourceRank() const {
