@@ -113,6 +113,37 @@ class CollectiveScope {
   FrameworkOpScope scope_;
 };
 
+// The root's list of one tensor per rank (gather's outputs, scatter's inputs), each of
+// `like`'s dtype and size; other ranks pass none. Empty off the root.
+Tensors root_list(const char* op, const std::vector<Tensors>& lists, const at::Tensor& like, bool is_root,
+                  int64_t root, int64_t size, const char* what, const char* other) {
+  if (!is_root) {
+    if (!lists.empty() && !lists[0].empty()) fail(op, "only the root (rank {}) takes {} tensors", root, what);
+    return {};
+  }
+  if (lists.size() != 1 || int64_t(lists[0].size()) != size)
+    fail(op, "the root needs one list of {} {} tensors (one per rank)", size, what);
+  const Tensors& ts = lists[0];
+  check_all(op, ts, what);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (ts[i].scalar_type() != like.scalar_type())
+      fail(op, "{} {} has dtype {} but the {} has {}", what, i, c10::toString(ts[i].scalar_type()), other,
+           c10::toString(like.scalar_type()));
+    if (ts[i].numel() != like.numel())
+      fail(op, "{} {} has {} elements but the {} has {}", what, i, ts[i].numel(), other, like.numel());
+  }
+  return ts;
+}
+
+// Gloo's form of an optional list (the root's, or none): CPU views of the device memory.
+std::vector<Tensors> gloo_list(const Tensors& ts) {
+  std::vector<Tensors> out;
+  if (ts.empty()) return out;
+  out.emplace_back();
+  for (const at::Tensor& t : ts) out[0].push_back(as_gloo_bytes(cpu_alias(t)));
+  return out;
+}
+
 // A CPU tensor of n x `like`'s elements as n views shaped like `like` (rank k's part).
 Tensors chunks(const at::Tensor& host, int64_t n, at::IntArrayRef like) {
   std::vector<int64_t> shape{n};
@@ -292,8 +323,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupOpscope::allgather(std::vector<Tensor
   p.in_elems = in.numel();
   p.out_elems = in.numel() * size_;
   p.transfer = [in, outs](Transfer& x) {
-    std::vector<Tensors> o(1);
-    for (const at::Tensor& t : outs) o[0].push_back(as_gloo_bytes(cpu_alias(t)));
+    std::vector<Tensors> o = gloo_list(outs);
     Tensors i{as_gloo_bytes(cpu_alias(in))};
     Transfer::wait(x.group.gloo().allgather(o, i));
   };
@@ -330,19 +360,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupOpscope::gather(std::vector<Tensors>&
   const char* op = "c10d::gather_";
   const at::Tensor& in = one_tensor(op, inputs);
   check_rank(op, opts.rootRank, rank_, size_, "root", true);
-  Tensors outs;
-  if (getRank() == opts.rootRank) {
-    if (outputs.size() != 1 || int64_t(outputs[0].size()) != size_)
-      fail(op, "the root needs one list of {} output tensors (one per rank)", size_);
-    outs = outputs[0];
-    check_all(op, outs, "output");
-    for (size_t i = 0; i < outs.size(); ++i) {
-      same_dtype(op, in, outs[i], "an output");
-      if (outs[i].numel() != in.numel()) fail(op, "output {} has {} elements but the input has {}", i, outs[i].numel(), in.numel());
-    }
-  } else if (!outputs.empty() && !outputs[0].empty()) {
-    fail(op, "only the root (rank {}) takes output tensors", opts.rootRank);
-  }
+  Tensors outs = root_list(op, outputs, in, getRank() == opts.rootRank, opts.rootRank, size_, "output", "input");
   Plan p = plan_of(op, true, Kind::gather, c10d::OpType::GATHER, in);
   p.reads = {in};
   p.writes = p.outputs = outs;
@@ -352,11 +370,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupOpscope::gather(std::vector<Tensors>&
   p.arg = opts.rootRank;
   int64_t root = opts.rootRank;
   p.transfer = [in, outs, root](Transfer& x) {
-    std::vector<Tensors> o;
-    if (!outs.empty()) {
-      o.emplace_back();
-      for (const at::Tensor& t : outs) o[0].push_back(as_gloo_bytes(cpu_alias(t)));
-    }
+    std::vector<Tensors> o = gloo_list(outs);
     Tensors i{as_gloo_bytes(cpu_alias(in))};
     c10d::GatherOptions g;
     g.rootRank = root;
@@ -370,19 +384,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupOpscope::scatter(Tensors& outputs, st
   const char* op = "c10d::scatter_";
   const at::Tensor& out = one_tensor(op, outputs);
   check_rank(op, opts.rootRank, rank_, size_, "root", true);
-  Tensors ins;
-  if (getRank() == opts.rootRank) {
-    if (inputs.size() != 1 || int64_t(inputs[0].size()) != size_)
-      fail(op, "the root needs one list of {} input tensors (one per rank)", size_);
-    ins = inputs[0];
-    check_all(op, ins, "input");
-    for (size_t i = 0; i < ins.size(); ++i) {
-      same_dtype(op, out, ins[i], "an input");
-      if (ins[i].numel() != out.numel()) fail(op, "input {} has {} elements but the output has {}", i, ins[i].numel(), out.numel());
-    }
-  } else if (!inputs.empty() && !inputs[0].empty()) {
-    fail(op, "only the root (rank {}) takes input tensors", opts.rootRank);
-  }
+  Tensors ins = root_list(op, inputs, out, getRank() == opts.rootRank, opts.rootRank, size_, "input", "output");
   Plan p = plan_of(op, true, Kind::scatter, c10d::OpType::SCATTER, out);
   p.reads = ins;
   p.writes = p.outputs = {out};
@@ -392,11 +394,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupOpscope::scatter(Tensors& outputs, st
   p.arg = opts.rootRank;
   int64_t root = opts.rootRank;
   p.transfer = [out, ins, root](Transfer& x) {
-    std::vector<Tensors> i;
-    if (!ins.empty()) {
-      i.emplace_back();
-      for (const at::Tensor& t : ins) i[0].push_back(as_gloo_bytes(cpu_alias(t)));
-    }
+    std::vector<Tensors> i = gloo_list(ins);
     Tensors o{as_gloo_bytes(cpu_alias(out))};
     c10d::ScatterOptions s;
     s.rootRank = root;
