@@ -182,7 +182,9 @@ def subgroups(out):
 
 def overlap(out):
     """A collective in flight while a kernel runs on the compute stream, seen in the profile.
-    Rank 1 joins the all_reduce only after rank 0 has computed a matmul (store-gated)."""
+    Rank 1 joins the all_reduce only after rank 0 has computed its matmuls (store-gated);
+    several of them, so that the engine's thread, however late a loaded machine schedules it,
+    has started the collective before the last one runs."""
     import opscope
     from opscope.profiler import Config, profile
     dist.init_process_group("opscope", timeout=TIMEOUT)
@@ -190,7 +192,7 @@ def overlap(out):
     r = dist.get_rank()
     d = dev()
     a = torch.ones(1 << 16).to(d)
-    m = torch.randn(128, 128).to(d)
+    m = torch.randn(256, 256).to(d)
     opscope.synchronize()
     res = {}
     with profile(experimental_config=Config(output_dir=os.path.join(out, "profile"))) as prof:
@@ -198,8 +200,8 @@ def overlap(out):
             store.wait(["computed"])
         work = dist.all_reduce(a, async_op=True)
         if r == 0:
-            y = m @ m
-            y.cpu()  # the matmul ran while the all_reduce waits for rank 1
+            ys = [m @ m for _ in range(8)]
+            ys[-1].cpu()  # the matmuls ran while the all_reduce waits for rank 1
             res["pending while computing"] = not work.is_completed()
             store.set("computed", "1")
         work.wait()

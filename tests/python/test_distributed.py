@@ -4,6 +4,7 @@ the profile), a dead peer, bad input, the launcher, the tensor-parallel example 
 profile. Each job is a set of subprocesses with a deadline; all are killed at the end."""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -162,16 +163,26 @@ def job3(tmp_path_factory):
                extra_env={"DIST_TEST_TIMEOUT": str(DEAD_TIMEOUT_S)})
 
 
+SCHED_SLACK_S = 8  # a loaded machine may not run a rank's threads for seconds
+
+
+def missing_ranks(err):
+    """The ranks an error names as not taking part."""
+    m = re.search(r"ranks? ([0-9, and]+) did not take part", err)
+    assert m, err
+    return {int(x) for x in re.findall(r"[0-9]+", m.group(1))}
+
+
 def test_a_dead_peer_fails_the_others_naming_the_collective_and_the_rank(job3):
     results = job3.results("dead_peer", expect_rc={1: -9})
     for r in (0, 2):
         err = results[r]["error"]
         assert err is not None, results[r]
         assert err.startswith("[c10d::allreduce_] all_reduce_f32 #2 of group 0 failed: "), err
-        assert "rank 1 did not take part" in err, err
-        assert "rank 0 " not in err.split("Gloo:")[0] and "rank 2 " not in err.split("Gloo:")[0], err
+        # The dead rank, never the rank itself (a live peer that reports late may be named too).
+        assert 1 in missing_ranks(err) and r not in missing_ranks(err), err
         # Within the group's timeout; later collectives fail at the call.
-        assert results[r]["took_s"] < DEAD_TIMEOUT_S + 2, results[r]
+        assert results[r]["took_s"] < DEAD_TIMEOUT_S + SCHED_SLACK_S, results[r]
         assert results[r]["later"].startswith("[c10d::allreduce_] group 0 broke at an earlier collective"), \
             results[r]["later"]
         assert results[r]["profile"] is True
@@ -187,10 +198,10 @@ def test_a_stuck_peer_fails_the_others_within_the_timeout(job3):
     for r in (0, 1):
         err = results[r]["error"]
         assert err is not None and err.startswith("[c10d::allreduce_] all_reduce_f32 #2 of group 0 failed: "), err
-        assert "rank 2 did not take part (gone or stuck)" in err, err
+        assert 2 in missing_ranks(err) and r not in missing_ranks(err), err
         assert results[r]["completed"] is True
         # Gloo gives up at 80% of the group's timeout, the ranks that took part are known by 95%.
-        assert results[r]["took_s"] < STUCK_TIMEOUT_S + 2, results[r]
+        assert results[r]["took_s"] < STUCK_TIMEOUT_S + SCHED_SLACK_S, results[r]
 
 
 def test_bad_input_gets_errors_that_name_the_op(job2):
