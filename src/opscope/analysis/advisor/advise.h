@@ -136,6 +136,8 @@ struct Advice {
   // One line per figure of a suggestion, as the CLI prints and the explorer shows them.
   std::vector<std::pair<std::string, std::string>> figures(const Suggestion& s) const;
   std::string host_wait_text() const;  // empty when the device does not wait on the host
+  // The findings, each its title, detail, fix and evidence (empty without findings).
+  std::string findings_text() const;
 };
 
 // Throws "[advise] ..." when the trace has no framework ops, no device time, or a

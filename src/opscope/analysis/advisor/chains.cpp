@@ -19,7 +19,8 @@ ChainKey chain_key(const ProfileOps& p, const Chain& c) {
   for (auto s : ctx) key.context += (key.context.empty() ? "" : "/") + generalize(s);
   if (c.epilogue_of) key.pattern = c.epilogue_of->ev->name;
   for (const Op* o : c.ops) key.pattern += (key.pattern.empty() ? "" : " → ") + o->ev->name;
-  key.scope = ctx.empty() ? "" : std::string(ctx.back());
+  // The region to compile; a ProfilerStep is the loop's iteration, not a region.
+  key.scope = ctx.empty() || ctx.back().rfind("ProfilerStep#", 0) == 0 ? "" : std::string(ctx.back());
   return key;
 }
 

@@ -19,7 +19,13 @@ using analysis::TraceAnalysis;
 
 std::string share(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : "-"; }
 
+// "rank 3" / "the device"; "rank 3's" / "the trace's" (a trace without ranks).
 std::string rank_text(const RankAnalysis& r) { return r.rank < 0 ? "the device" : fmt::format("rank {}", r.rank); }
+std::string owner(const RankAnalysis& r) { return r.rank < 0 ? "the trace's" : fmt::format("rank {}'s", r.rank); }
+std::string capital(std::string s) {
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = char(s[0] - 'a' + 'A');
+  return s;
+}
 
 // Evidence every finding carries: which rank and where to look.
 void where(Finding& f, const RankAnalysis& r, int64_t t0, int64_t t1) {
@@ -61,9 +67,9 @@ std::optional<Finding> host_bound(const TraceAnalysis& a) {
   f.kind = "host_bound";
   f.title = "Host-bound: the device waits for launches";
   f.detail = fmt::format(
-      "{}'s device waits on the host for {} of its {} span ({}), in {} gaps between kernels while the host is still "
+      "{} device waits on the host for {} of its {} span ({}), in {} gaps between kernels while the host is still "
       "launching the next one.",
-      rank_text(*r), human_ns(wait), human_ns(r->temporal.span_ns), share(double(wait), double(r->temporal.span_ns)),
+      capital(owner(*r)), human_ns(wait), human_ns(r->temporal.span_ns), share(double(wait), double(r->temporal.span_ns)),
       d.gaps[size_t(IdleKind::host_wait)]);
   f.fix = r->gpu ? "replay the step as a CUDA graph (torch.compile(mode=\"reduce-overhead\"), torch.cuda.graphs) so "
                    "the host stops launching each kernel; fuse or compile the sequences above to launch fewer; a "
@@ -101,9 +107,9 @@ std::optional<Finding> launch_bound(const TraceAnalysis& a) {
   f.kind = "launch_bound";
   f.title = "Launch-bound: kernels run shorter than their launches";
   f.detail = fmt::format(
-      "{} of {}'s {} kernels ({}) run shorter on the device than the call that launches them takes on the host "
+      "{} of {} {} kernels ({}) run shorter on the device than the call that launches them takes on the host "
       "(median call {}, median kernel {}); its device idles {} between kernels.",
-      l.shorter_than_launch, rank_text(*r), l.launches, share(double(l.shorter_than_launch), double(l.launches)),
+      l.shorter_than_launch, owner(*r), l.launches, share(double(l.shorter_than_launch), double(l.launches)),
       human_ns(l.cpu_p50_ns), human_ns(l.gpu_p50_ns), human_ns(overhead));
   f.fix = r->gpu ? "launch the step at once as a CUDA graph (torch.compile(mode=\"reduce-overhead\")); fuse or compile "
                    "the small ops into fewer, longer kernels; a larger batch makes each kernel outlast its launch"
@@ -134,7 +140,7 @@ std::optional<Finding> comm_exposed(const TraceAnalysis& a) {
   f.detail = fmt::format(
       "{} communicates for {}, of which only {} ({}) runs beside computation: {} ({} of the span) the step waits for "
       "its collectives in full.",
-      rank_text(*r), human_ns(o.comm_ns), human_ns(o.overlap_ns), share(double(o.overlap_ns), double(o.comm_ns)),
+      capital(rank_text(*r)), human_ns(o.comm_ns), human_ns(o.overlap_ns), share(double(o.overlap_ns), double(o.comm_ns)),
       human_ns(o.exposed_ns), share(double(o.exposed_ns), double(r->temporal.span_ns)));
   f.fix = "overlap the collectives with computation: with DDP, a smaller bucket_cap_mb starts each all-reduce as soon "
           "as its gradients are ready; FSDP prefetches the next all-gather (forward_prefetch, backward_prefetch); in "
@@ -219,9 +225,9 @@ std::optional<Finding> small_kernels(const TraceAnalysis& a) {
   Finding f;
   f.kind = "small_kernels";
   f.title = "Small kernels: most kernels do little work each";
-  f.detail = fmt::format("{} of {}'s {} kernels ({}) average under {}; together they take {} ({} of its device time), "
+  f.detail = fmt::format("{} of {} {} kernels ({}) average under {}; together they take {} ({} of its device time), "
                          "each paying a launch's fixed cost for little work.",
-                         s.count, rank_text(*r), s.all, share(double(s.count), double(s.all)), human_ns(kSmallKernelNs),
+                         s.count, owner(*r), s.all, share(double(s.count), double(s.all)), human_ns(kSmallKernelNs),
                          human_ns(s.ns), share(double(s.ns), double(s.total_ns)));
   f.fix = r->gpu ? "a larger batch (more work per kernel); fuse or compile the elementwise ops into fewer kernels; CUDA "
                    "graphs remove what each launch costs the host"
