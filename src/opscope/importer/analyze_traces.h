@@ -14,4 +14,10 @@ namespace opscope::importer {
 // rank, "[--rank] ..." for a rank no file holds.
 analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::AnalyzeOptions& options = {});
 
+// For a program that streams ranks (opscope analyze): glibc raises its mmap threshold
+// each time a large block is freed, so the next rank's buffers come from the heap and
+// its peak stacks on the last rank's leftovers; a fixed 1 MiB threshold hands every
+// large buffer back to the OS when freed. Process-wide, so the program's choice.
+void return_large_blocks_when_freed();
+
 }  // namespace opscope::importer
