@@ -30,10 +30,12 @@ json example_events(const Profile& p, const std::vector<uint64_t>& op_ids) {
 
 }  // namespace
 
-json recommend(const Profile& p) {
+json recommend(const Profile& p, const analysis::TraceAnalysis* analyses) {
   json out = json::array();
   try {
-    advisor::Advice a = advisor::advise(p.trace());
+    advisor::AdviseOptions options;
+    options.analyses = analyses;
+    advisor::Advice a = advisor::advise(p.trace(), options);
     for (const advisor::Suggestion& s : a.suggestions) {
       if (out.size() >= 5) break;
       out.push_back({{"kind", "fuse"},
