@@ -9,6 +9,7 @@
 #include "opscope/core/error.h"
 #include "opscope/importer/convert.h"
 #include "opscope/importer/gpu_peaks.h"
+#include "opscope/importer/job.h"
 #include "opscope/importer/kineto_reader.h"
 #include "opscope/importer/trace_file.h"
 #include "opscope/profiler/store.h"
@@ -221,6 +222,7 @@ bool is_trace_path(const std::string& path) {
 }
 
 prof::Trace load_profile_or_trace(const std::string& path, std::vector<std::string>* warnings) {
+  if (is_job_dir(path)) return load_job(path, warnings);
   if (!is_trace_path(path)) return prof::load_profile(path);
   ImportResult r = import_traces({path});
   if (warnings) *warnings = std::move(r.warnings);

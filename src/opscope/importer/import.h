@@ -56,7 +56,8 @@ void override_peaks(prof::Trace& trace, double gbps, double gflops);
 bool is_trace_path(const std::string& path);
 
 // What `opscope table|explore|diff|advise` open: a saved profile (folder or profile.db,
-// prof::load_profile) or a trace / folder of traces, imported in memory. Import warnings
+// prof::load_profile), a distributed job's folder of rank-N profiles (job.h), or a trace /
+// folder of traces, imported in memory. Import warnings
 // go to `warnings` when given.
 prof::Trace load_profile_or_trace(const std::string& path, std::vector<std::string>* warnings = nullptr);
 
