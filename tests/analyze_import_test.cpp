@@ -1,6 +1,7 @@
 // The analyses on imported torch.profiler traces: a folder of per-rank 2023-style
 // traces (cuda_runtime calls, ac2g flows) analysed one file at a time, kernel tables
 // that hold device kernels and never runtime calls, and GPU variants' peaks.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "opscope/explorer/summary.h"
 #include "opscope/importer/analyze_traces.h"
 #include "opscope/importer/gpu_peaks.h"
+#include "opscope/profiler/store.h"
 #include "trace_util.h"
 
 namespace opscope::test {
@@ -121,6 +123,21 @@ TEST(AnalyzeImport, MergedRanksGiveTheSameFiguresAsStreamedOnes) {
     EXPECT_EQ(together.ranks[r].idle.device.ns, streamed.ranks[r].idle.device.ns);
     EXPECT_EQ(together.ranks[r].critical_path.length_ns, streamed.ranks[r].critical_path.length_ns);
   }
+}
+
+TEST(AnalyzeImport, AJobsRankProfilesAreAnalysedPerRank) {
+  // DIR/rank-N saved profiles (what opscope.profiler writes under torch.distributed).
+  TempDir dir("analyze_job");
+  for (int r = 0; r < 2; ++r)
+    prof::export_profile(importer::import_traces({dir.write(fmt::format("t{}.json", r), ddp_rank(r))}).trace,
+                         dir.file(fmt::format("job/rank-{}", r)));
+  analysis::TraceAnalysis a = importer::analyze_path(dir.file("job"));
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.ranks[0].rank, 0);
+  EXPECT_EQ(a.ranks[1].rank, 1);
+  ASSERT_NE(a.slowest(), nullptr);
+  EXPECT_EQ(a.slowest()->rank, 1);
+  EXPECT_EQ(a.ranks[1].temporal.compute_ns - a.ranks[0].temporal.compute_ns, 2 * 100'000);
 }
 
 TEST(KernelTables, HoldDeviceKernelsNeverRuntimeCalls) {

@@ -13,6 +13,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/importer/import.h"
+#include "opscope/importer/job.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::importer {
@@ -44,6 +45,13 @@ void release_freed_memory() {
 
 analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::AnalyzeOptions& o) {
   analysis::check_analyze_options(o);
+  if (is_job_dir(path)) {  // DIR/rank-N profiles: merged on one timeline (job.h), then analysed per rank
+    std::vector<std::string> warnings;
+    analysis::TraceAnalysis a = analysis::analyze(load_job(path, &warnings), o);
+    a.source = path;
+    a.warnings.insert(a.warnings.begin(), warnings.begin(), warnings.end());
+    return a;
+  }
   if (!is_trace_path(path)) {
     analysis::TraceAnalysis a = analysis::analyze(prof::load_profile(path), o);
     a.source = path;

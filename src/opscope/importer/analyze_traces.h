@@ -1,5 +1,6 @@
 // `opscope analyze PATH`: the trace analyses (analysis/analyze.h) of what PATH holds —
-// a saved profile, one torch.profiler trace, or a folder of per-rank traces. A folder's
+// a saved profile, a job's DIR/rank-N profiles (job.h), one torch.profiler trace, or a
+// folder of per-rank traces. A folder's
 // ranks are imported and analysed one file at a time, each dropped before the next is
 // read, so memory follows the largest rank, not their sum (HTA holds every rank at
 // once: ~950 GB of RAM for 200 GB of traces, HTA#250).
