@@ -87,6 +87,10 @@ TEST(AdviseGpu, FindsTheAtenChainAndTheMatmulEpiloguePricedWithTheTracesGpu) {
   bool datasheet = false;
   for (const std::string& w : a.warnings) datasheet = datasheet || w.find("H100 SXM datasheet's 3350 GB/s") != std::string::npos;
   EXPECT_TRUE(datasheet) << a.table(0);
+  // tanh's math at the H100's f32 rate, not its eager kernel's time past its launch.
+  EXPECT_NE(chain->math_from.find("GPU's f32 rate"), std::string::npos) << chain->math_from;
+  EXPECT_GT(chain->compute_ns, 0);
+  EXPECT_LT(chain->compute_ns, 3 * 2'000.0);  // 4M elements × 20 flops at ~67 TFLOP/s: ~1.3 µs a call
   const double streaming_ns = double(chain->fused_bytes) / chain->bandwidth_gbps;
   EXPECT_GE(chain->predicted_fused_ns() + 1, streaming_ns);
   EXPECT_GT(chain->predicted_saved_ns, 0);

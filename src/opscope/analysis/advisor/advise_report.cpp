@@ -54,8 +54,11 @@ std::vector<std::pair<std::string, std::string>> Advice::figures(const Suggestio
                 math_text(s);
   std::vector<std::pair<std::string, std::string>> f = {
       {"fix", s.fix},
-      {"predicted saving", fmt::format("{} of {} device time ({:.1f}%)", ms(s.predicted_saved_ns),
-                                       ms(double(total_device_ns)), share)},
+      {"predicted saving",
+       s.gaps_ns > 0 ? fmt::format("{} of its {} device time and {} launch gaps", ms(s.predicted_saved_ns),
+                                   ms(double(s.device_ns)), ms(double(s.gaps_ns)))
+                     : fmt::format("{} of {} device time ({:.1f}%)", ms(s.predicted_saved_ns),
+                                   ms(double(total_device_ns)), share)},
       {"occurs", s.count_text() + (s.context.empty() ? "" : " in " + s.context)},
       {"now", fmt::format("{} in {} launches, {} moved", ms(double(s.device_ns)), s.launches, format_bytes(double(s.bytes)))},
       {"fused kernel", fused}};
@@ -107,9 +110,15 @@ std::string Advice::table(int limit) const {
   if (limit > 0 && int(suggestions.size()) > limit)
     out += fmt::format("\n... {} more (--limit 0 shows all)\n", suggestions.size() - size_t(limit));
   double all = 0;
-  for (const Suggestion& s : suggestions) all += s.predicted_saved_ns;
-  out += fmt::format("\nFusing all of them would save {} of {} device time ({:.1f}%).\n", ms(all),
-                     ms(double(total_device_ns)), total_device_ns ? 100.0 * all / double(total_device_ns) : 0.0);
+  int64_t gaps = 0;
+  for (const Suggestion& s : suggestions) all += s.predicted_saved_ns, gaps += s.gaps_ns;
+  if (gaps > 0)  // a GPU's launch gaps count too: the saving can exceed the device time
+    out += fmt::format("\nFusing all of them would save {}: device time (of {}) and {} of launch gaps between their "
+                       "kernels.\n",
+                       ms(all), ms(double(total_device_ns)), ms(double(gaps)));
+  else
+    out += fmt::format("\nFusing all of them would save {} of {} device time ({:.1f}%).\n", ms(all),
+                       ms(double(total_device_ns)), total_device_ns ? 100.0 * all / double(total_device_ns) : 0.0);
   return out;
 }
 

@@ -23,6 +23,10 @@ double PricingContext::fixed_of(const Op* o) const {
 
 namespace {
 
+// What one transcendental or division costs a GPU per element, in f32 flops (a few
+// special-function or Newton steps).
+constexpr double kGpuMathFlops = 20;
+
 // An output of `p` bytes (from its allocation, rounded up to the caching allocator's
 // 512 B or 2 MiB blocks) can be the input of `b` bytes.
 bool same_block(int64_t p, int64_t b) {
@@ -150,6 +154,14 @@ Occurrence price(const PricingContext& ctx, const Chain& c, double bound) {
       x.generated.push_back(fmt::format("{} {:.2f} ns", base_op(o->ev->name), m->second));
       continue;
     }
+    if (ctx.ops.gpu) {
+      // A GPU's elementwise math runs at its f32 rate, far past its memory: an eager
+      // kernel's time past its launch cost there is the small kernel's overhead, which a
+      // fused kernel does not inherit.
+      const double gflops = ctx.peaks.f32_gflops > 0 ? ctx.peaks.f32_gflops : ctx.peaks.compute_gflops;
+      if (gflops > 0 && elems > 0) x.compute += double(elems) * kGpuMathFlops / gflops;
+      continue;
+    }
     double work = std::max(double(o->device_ns) - ctx.fixed_of(o), 0.0);
     double per_launch = o->launches ? double(o->bytes) / double(o->launches) : 0;
     double bw = ctx.rate_at(per_launch, best_op);
@@ -225,6 +237,8 @@ std::vector<Suggestion> price_chains(const FoundChains& found, const PricingCont
         g.bandwidth_gbps = x.rate;
         if (!x.generated.empty())
           g.math_from = fmt::format("math at the generated code's cost per element and core ({})", fmt::join(x.generated, ", "));
+        else if (ctx.ops.gpu)
+          g.math_from = fmt::format("math at the GPU's f32 rate, {:.0f} flops an element", kGpuMathFlops);
       }
       g.occurrences++;
       g.compute_ns += x.compute;

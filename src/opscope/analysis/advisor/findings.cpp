@@ -36,6 +36,13 @@ void where(Finding& f, const RankAnalysis& r, int64_t t0, int64_t t1) {
   f.evidence.push_back({"time", fmt::format("{} to {} in the trace", human_ns(t0), human_ns(t1))});
 }
 
+// The rank's iteration (its critical path's step) when there is one, else its span.
+void where_iteration(Finding& f, const RankAnalysis& r) {
+  const analysis::CriticalPath& c = r.critical_path;
+  if (c.iteration) where(f, r, c.t0, c.t1);
+  else where(f, r, r.temporal.t0, r.temporal.t1);
+}
+
 // The step where `of` is largest, as evidence ("ProfilerStep#4: 1.2 ms").
 template <class F>
 void worst_step(Finding& f, const RankAnalysis& r, F&& of, const char* label) {
@@ -80,11 +87,14 @@ std::optional<Finding> host_bound(const TraceAnalysis& a) {
   f.evidence.push_back({"host wait", fmt::format("{} in {} gaps ({} of the span)", human_ns(wait),
                                                  d.gaps[size_t(IdleKind::host_wait)],
                                                  share(double(wait), double(r->temporal.span_ns)))});
+  // The stream that waits most often (a communication stream's few long waits between
+  // steps are not where launches stall).
+  const size_t hw = size_t(IdleKind::host_wait);
   const analysis::StreamIdle* s = nullptr;
   for (const auto& x : r->idle.streams)
-    if (!s || x.split.of(IdleKind::host_wait) > s->split.of(IdleKind::host_wait)) s = &x;
-  if (s) f.evidence.push_back({"stream", fmt::format("{}: {} waiting for the host", r->queues[size_t(s->queue)],
-                                                     human_ns(s->split.of(IdleKind::host_wait)))});
+    if (!s || x.split.gaps[hw] > s->split.gaps[hw]) s = &x;
+  if (s) f.evidence.push_back({"stream", fmt::format("{}: {} waiting for the host in {} gaps", r->queues[size_t(s->queue)],
+                                                     human_ns(s->split.of(IdleKind::host_wait)), s->split.gaps[hw])});
   worst_step(f, *r, [](const analysis::StepAnalysis& x) { return x.idle.device.of(IdleKind::host_wait); }, "step");
   const size_t k = size_t(IdleKind::host_wait);
   f.evidence.push_back({"longest gap", human_ns(d.longest_t1[k] - d.longest_t0[k])});
@@ -122,9 +132,7 @@ std::optional<Finding> launch_bound(const TraceAnalysis& a) {
                                                             human_ns(d.of(IdleKind::host_wait)),
                                                             human_ns(d.of(IdleKind::kernel_wait)))});
   worst_step(f, *r, [](const analysis::StepAnalysis& x) { return x.launches.shorter_than_launch; }, "step (kernels)");
-  const analysis::CriticalPath& c = r->critical_path;
-  if (c.iteration) where(f, *r, c.t0, c.t1);
-  else where(f, *r, r->temporal.t0, r->temporal.t1);
+  where_iteration(f, *r);
   return f;
 }
 
@@ -187,9 +195,7 @@ std::optional<Finding> straggler(const TraceAnalysis& a) {
   if (worst)
     f.evidence.push_back({"kernel", fmt::format("{}: {} on rank {}, median {}", worst->name, human_ns(worst->total.max),
                                                 s->rank, human_ns(worst->total.median))});
-  const analysis::CriticalPath& c = s->critical_path;
-  if (c.iteration) where(f, *s, c.t0, c.t1);
-  else where(f, *s, s->temporal.t0, s->temporal.t1);
+  where_iteration(f, *s);
   return f;
 }
 
