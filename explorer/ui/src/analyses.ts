@@ -3,6 +3,7 @@
 // the launch-delay histogram. Every segment and bin links to the timeline range that
 // shows it: the rank's span, the longest gap of an idle kind, the longest stretch of
 // exposed communication, a bin's longest delay.
+import { widthPct } from './dom';
 import { escapeHtml as h, formatCount, formatDuration, formatPct } from './format';
 
 export interface IdleKindFigure { kind: string; ns: number; gaps: number; t0: number; t1: number }
@@ -29,11 +30,11 @@ export function binLabel(b: { lo_ns: number; hi_ns: number }): string {
 
 interface Segment { cls: string; label: string; ns: number; href?: string; title: string }
 
-// A stacked bar of `total`: each segment as wide as its share, a link when it has a range.
+// A stacked bar of `total`: each segment as wide as its share (data-width: the page sets
+// it, dom.ts), a link when it has a range.
 function stackedBar(segments: Segment[], total: number, testId: string): string {
   const parts = segments.filter((s) => s.ns > 0).map((s) => {
-    const w = total > 0 ? (100 * s.ns) / total : 0;
-    const style = `style="width:${w.toFixed(2)}%"`;
+    const style = `data-width="${widthPct(total > 0 ? s.ns / total : 0, 2)}"`;
     const title = `title="${h(s.title)}"`;
     return s.href
       ? `<a class="seg ${s.cls}" ${style} ${title} href="${s.href}" data-kind="${h(s.label)}"></a>`
@@ -83,7 +84,7 @@ export function delayHistogram(id: number, r: RankAnalysisView): string {
   const bins = r.launches.histogram;
   const most = Math.max(1, ...bins.map((b) => b.count));
   return `<div class="histogram" data-testid="delay-histogram">${bins.map((b) => {
-    const bar = `<span class="hbar" style="width:${((100 * b.count) / most).toFixed(1)}%"></span>`;
+    const bar = `<span class="hbar" data-width="${widthPct(b.count / most)}"></span>`;
     const label = `<span class="hlabel">${binLabel(b)}</span>`;
     const count = `<span class="hcount">${formatCount(b.count)}</span>`;
     return b.count > 0 && b.t1 > b.t0

@@ -26,12 +26,13 @@ const view = (ranks: RankAnalysisView[], slowest: number | null = 1): AnalysesVi
 test('each segment is as wide as its share and links to the timeline range that shows it', () => {
   const html = analysesHtml(3, view([rank(0), rank(1, { compute_ns: 7000, idle_ns: 2000 })]));
   // The breakdown: compute 60% of rank 0's span, linked to the span.
-  assert.match(html, /class="seg compute" style="width:60.00%"[^>]*href="#\/p\/3\/timeline\?t0=1000&t1=11000"/);
+  assert.match(html, /class="seg compute" data-width="60.00%"[^>]*href="#\/p\/3\/timeline\?t0=1000&t1=11000"/);
   // The idle split: host wait 2/3 of the idle time, linked to its longest gap; no "other" segment.
-  assert.match(html, /class="seg host-wait" style="width:66.67%"[^>]*href="#\/p\/3\/timeline\?t0=2000&t1=2900"/);
+  assert.match(html, /class="seg host-wait" data-width="66.67%"[^>]*href="#\/p\/3\/timeline\?t0=2000&t1=2900"/);
   assert.ok(!/data-kind="other"/.test(html));
+  assert.ok(!/style=/.test(html));  // the CSP refuses style attributes: widths go through data-width
   // Overlap: the exposed part links to the longest exposed stretch; the ratio is shown.
-  assert.match(html, /class="seg exposed" style="width:75.00%"[^>]*href="#\/p\/3\/timeline\?t0=8000&t1=9000"/);
+  assert.match(html, /class="seg exposed" data-width="75.00%"[^>]*href="#\/p\/3\/timeline\?t0=8000&t1=9000"/);
   assert.match(html, /25%/);
   // The slowest rank is marked, and its histogram is the one open.
   assert.match(html, /rank 1 <span class="tag">slowest<\/span>/);
@@ -45,7 +46,8 @@ test('the launch-delay histogram links each bin with delays to its longest one',
   assert.match(html, /href="#\/p\/0\/timeline\?t0=100&t1=900"/);
   assert.match(html, /href="#\/p\/0\/timeline\?t0=3000&t1=12000"/);
   assert.equal((html.match(/<a class="hrow"/g) ?? []).length, 2);  // the empty bin links nowhere
-  assert.match(html, /width:100.0%/);  // the fullest bin spans the track
+  assert.match(html, /data-width="100.0%"/);  // the fullest bin spans the track
+  assert.ok(!/style=/.test(html));  // the CSP refuses style attributes
   assert.equal(binLabel({ lo_ns: 1000000, hi_ns: -1 }), '1 ms+');
   assert.equal(binLabel({ lo_ns: 0, hi_ns: 1000 }), '0 ns–1 µs');
 });
