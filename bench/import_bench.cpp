@@ -6,16 +6,13 @@
 //   import_bench [events] [folder]        (folder: where the trace and profile go)
 //   import_bench --write PATH [events]    (only write the trace, e.g. for `opscope import`)
 #include <fmt/format.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "bench_child.h"
 #include "kineto_trace_gen.h"
 #include "opscope/importer/import.h"
 #include "opscope/importer/kineto_reader.h"
@@ -23,41 +20,6 @@
 
 using namespace opscope;
 namespace fs = std::filesystem;
-
-namespace {
-
-struct Phase {
-  double wall_s = 0;
-  double cpu_s = 0;  // user + system: what the phase cost whatever else runs on the machine
-  double max_rss_mb = 0;
-};
-
-// Runs `f` in a child; its wall time and peak resident memory.
-template <class F>
-Phase in_child(F&& f) {
-  auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "import_bench: %s\n", e.what());
-      _exit(1);
-    }
-    _exit(0);
-  }
-  int status = 0;
-  rusage u{};
-  wait4(pid, &status, 0, &u);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "import_bench: a phase failed\n");
-    std::exit(1);
-  }
-  double cpu = double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), cpu, double(u.ru_maxrss) / 1024.0};
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--write") {
@@ -76,20 +38,20 @@ int main(int argc, char** argv) {
   fmt::print("trace: {} events, {:.1f} MB of JSON ({})\n", wrote, mb, trace);
 
   // Warm the page cache so every phase reads the file from memory alike.
-  Phase cat = in_child([&] {
+  bench::Phase cat = bench::in_child([&] {
     FILE* f = std::fopen(trace.c_str(), "rb");
     static char buf[1 << 20];
     while (std::fread(buf, 1, sizeof buf, f) > 0) {
     }
     std::fclose(f);
   });
-  Phase parse = in_child([&] { importer::read_kineto(trace); });
-  Phase imported = in_child([&] { importer::import_traces({trace}); });
-  Phase whole = in_child([&] { prof::export_profile(importer::import_traces({trace}).trace, out); });
-  Phase load = in_child([&] { prof::load_profile(out); });
+  bench::Phase parse = bench::in_child([&] { importer::read_kineto(trace); });
+  bench::Phase imported = bench::in_child([&] { importer::import_traces({trace}); });
+  bench::Phase whole = bench::in_child([&] { prof::export_profile(importer::import_traces({trace}).trace, out); });
+  bench::Phase load = bench::in_child([&] { prof::load_profile(out); });
   size_t events = prof::load_profile(out).events.size();
 
-  auto line = [](const char* what, const Phase& p) {
+  auto line = [](const char* what, const bench::Phase& p) {
     fmt::print("{:<36} {:7.3f} s wall {:7.3f} s CPU {:7.1f} MB peak RSS\n", what, p.wall_s, p.cpu_s, p.max_rss_mb);
   };
   line("read the file (page cache)", cat);

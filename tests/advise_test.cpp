@@ -437,7 +437,7 @@ TEST(Advise, MeasuresTheDevicesWaitForTheHost) {
   EXPECT_EQ(a.host_wait.gaps, 2);
   EXPECT_EQ(a.host_wait.span_ns, 900);
   EXPECT_TRUE(a.host_wait.significant());
-  EXPECT_NE(a.table().find("Host-bound: The device waits on the host for"), std::string::npos) << a.table();
+  EXPECT_NE(a.table().find("Host-bound: the device waits for launches"), std::string::npos) << a.table();
   EXPECT_NE(a.host_wait_text().find("(56%), in 2 gaps"), std::string::npos) << a.host_wait_text();
   EXPECT_NE(a.host_wait_text().find("fuse or compile"), std::string::npos);
 }

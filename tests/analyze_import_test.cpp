@@ -1,6 +1,7 @@
 // The analyses on imported torch.profiler traces: a folder of per-rank 2023-style
 // traces (cuda_runtime calls, ac2g flows) analysed one file at a time, kernel tables
 // that hold device kernels and never runtime calls, and GPU variants' peaks.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "opscope/explorer/summary.h"
 #include "opscope/importer/analyze_traces.h"
 #include "opscope/importer/gpu_peaks.h"
+#include "opscope/profiler/store.h"
 #include "trace_util.h"
 
 namespace opscope::test {
@@ -123,6 +125,21 @@ TEST(AnalyzeImport, MergedRanksGiveTheSameFiguresAsStreamedOnes) {
   }
 }
 
+TEST(AnalyzeImport, AJobsRankProfilesAreAnalysedPerRank) {
+  // DIR/rank-N saved profiles (what opscope.profiler writes under torch.distributed).
+  TempDir dir("analyze_job");
+  for (int r = 0; r < 2; ++r)
+    prof::export_profile(importer::import_traces({dir.write(fmt::format("t{}.json", r), ddp_rank(r))}).trace,
+                         dir.file(fmt::format("job/rank-{}", r)));
+  analysis::TraceAnalysis a = importer::analyze_path(dir.file("job"));
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.ranks[0].rank, 0);
+  EXPECT_EQ(a.ranks[1].rank, 1);
+  ASSERT_NE(a.slowest(), nullptr);
+  EXPECT_EQ(a.slowest()->rank, 1);
+  EXPECT_EQ(a.ranks[1].temporal.compute_ns - a.ranks[0].temporal.compute_ns, 2 * 100'000);
+}
+
 TEST(KernelTables, HoldDeviceKernelsNeverRuntimeCalls) {
   TempDir dir("kernel_tables");
   prof::Trace t = importer::import_traces({dir.write("r0.json", ddp_rank(0))}).trace;
@@ -190,6 +207,51 @@ TEST(GpuPeaks, AnImportedTraceCarriesItsVariantsPeaks) {
   EXPECT_EQ(peaks["copy_gbps"], 1555.0);
   EXPECT_EQ(peaks["model"], "A100 SXM 40GB");
   EXPECT_NE(peaks["method"].get<std::string>().find("39.6 GiB"), std::string::npos) << peaks["method"];
+}
+
+TEST(ExplorerAnalyses, TheSummaryDrawsEachRanksAnalysesWithTheirTimelineRanges) {
+  TempDir dir("explorer_analyses");
+  dir.write("r0.json", ddp_rank(0));
+  dir.write("r1.json", ddp_rank(1));
+  prof::Trace t = importer::import_traces({dir.path().string()}).trace;
+  explorer::Profile p("ddp", dir.path().string(), t);
+  const json& a = p.summary()["analyses"];
+  ASSERT_EQ(a["ranks"].size(), 2u) << a.dump(2);
+  EXPECT_EQ(a["slowest_rank"], 1);
+  for (const json& r : a["ranks"]) {
+    // The breakdown adds up to the span, and the span is a range of the timeline.
+    EXPECT_EQ(r["compute_ns"].get<int64_t>() + r["non_compute_ns"].get<int64_t>() + r["idle_ns"].get<int64_t>(),
+              r["span_ns"].get<int64_t>());
+    EXPECT_EQ(r["t1"].get<int64_t>() - r["t0"].get<int64_t>(), r["span_ns"].get<int64_t>());
+    EXPECT_GE(r["t0"].get<int64_t>(), p.timeline().begin());
+    EXPECT_LE(r["t1"].get<int64_t>(), p.timeline().end());
+    ASSERT_EQ(r["idle"].size(), 3u);
+    int64_t idle = 0;
+    for (const json& k : r["idle"]) {
+      idle += k["ns"].get<int64_t>();
+      if (k["gaps"].get<int64_t>() > 0) EXPECT_GT(k["t1"].get<int64_t>(), k["t0"].get<int64_t>()) << k;
+    }
+    EXPECT_EQ(idle, r["idle_ns"].get<int64_t>());
+    EXPECT_EQ(r["overlap"]["comm_ns"], 2 * 100'000);
+    int64_t binned = 0;
+    for (const json& b : r["launches"]["histogram"]) binned += b["count"].get<int64_t>();
+    EXPECT_EQ(binned, r["launches"]["launches"].get<int64_t>());
+    EXPECT_EQ(binned, 8);
+  }
+  // Rank 0 waits for rank 1 in its all-reduce: its exposed stretch is a timeline range.
+  const json& o = a["ranks"][0]["overlap"];
+  EXPECT_GT(o["exposed_ns"].get<int64_t>(), 0);
+  EXPECT_GT(o["t1"].get<int64_t>(), o["t0"].get<int64_t>());
+  // The recommendations hold the advisor's findings from the same analyses, each with
+  // the range that shows it.
+  bool straggler = false;
+  for (const json& r : p.summary()["recommendations"])
+    if (r["kind"] == "straggler") {
+      straggler = true;
+      ASSERT_TRUE(r.contains("range")) << r;
+      EXPECT_GT(r["range"][1].get<int64_t>(), r["range"][0].get<int64_t>()) << r;
+    }
+  EXPECT_TRUE(straggler) << p.summary()["recommendations"].dump(2);
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ void add_analyze_command(CLI::App& app) {
     }
     if (a->path.empty()) fail("analyze", "give a profile folder, a trace file or a folder of per-rank traces");
     if (a->rank >= 0) a->options.rank = a->rank;
+    importer::return_large_blocks_when_freed();
     analysis::TraceAnalysis r = importer::analyze_path(a->path, a->options);
     std::string out = a->json ? r.to_json() : r.text();
     std::fputs(out.c_str(), stdout);

@@ -1,5 +1,6 @@
 // The explorer's JSON API (src/opscope/explorer/api.h), typed. Times are ns from the
 // profile's t = 0.
+import type { AnalysesView } from './analyses';
 import type { RooflineData } from './roofline';
 
 export type Layer = 'framework' | 'runtime' | 'device';
@@ -36,6 +37,7 @@ export interface EventDetails extends EventBrief {
 export interface Recommendation {
   rank: number; kind: string; title: string; detail: string; impact_ns: number;
   evidence: { label: string; text: string }[]; events: number[];
+  range?: [number, number];  // a trace finding's timeline range
 }
 export interface Summary {
   span_ns: number; host_ns: number; device_ns: number; device_core_ns: number;
@@ -46,6 +48,7 @@ export interface Summary {
   recommendations: Recommendation[]; dropped: number;
   roofline: RooflineData;
   memory: { device: number; name: string; peak_bytes: number; peak_t: number; peak_op: string; allocs: number }[];
+  analyses?: AnalysesView;
 }
 
 export interface OpRow {

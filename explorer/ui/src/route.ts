@@ -1,8 +1,9 @@
-// Hash routes: #/ (profiles), #/p/ID/summary|timeline|ops[?select=NAME|event=N], #/compare/A/B.
+// Hash routes: #/ (profiles), #/p/ID/summary|timeline|ops[?select=NAME|event=N|t0=A&t1=B],
+// #/compare/A/B.
 
 export type Route =
   | { view: 'profiles' }
-  | { view: 'summary' | 'timeline' | 'ops'; id: number; select?: string; event?: number; events?: number[] }
+  | { view: 'summary' | 'timeline' | 'ops'; id: number; select?: string; event?: number; events?: number[]; t0?: number; t1?: number }
   | { view: 'compare'; a: number; b: number };
 
 export function parseRoute(hash: string): Route {
@@ -19,6 +20,10 @@ export function parseRoute(hash: string): Route {
     if (Number.isFinite(ev)) r.event = ev;
     const evs = params.get('events');
     if (evs) r.events = evs.split(',').map(Number).filter((x) => Number.isInteger(x) && x >= 0);
+    // A time range (ns): both ends, in order.
+    const time = (s: string | null) => (s !== null && /^-?\d+$/.test(s) ? Number(s) : NaN);
+    const t0 = time(params.get('t0')), t1 = time(params.get('t1'));
+    if (Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0) { r.t0 = t0; r.t1 = t1; }
     return r;
   }
   if (parts[0] === 'compare' && Number.isFinite(num(parts[1])) && Number.isFinite(num(parts[2])))
@@ -35,6 +40,7 @@ export function routeHash(r: Route): string {
       if (r.select) q.set('select', r.select);
       if (r.event !== undefined) q.set('event', String(r.event));
       if (r.events?.length) q.set('events', r.events.join(','));
+      if (r.t0 !== undefined && r.t1 !== undefined) { q.set('t0', String(r.t0)); q.set('t1', String(r.t1)); }
       const qs = q.toString();
       return `#/p/${r.id}/${r.view}${qs ? '?' + qs : ''}`;
     }

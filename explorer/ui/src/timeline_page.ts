@@ -6,7 +6,7 @@ import { escapeHtml as h } from './format';
 import { Timeline } from './timeline';
 import { zoomAt } from './viewport';
 
-export interface TimelineRequest { id: number; select?: string; event?: number; events?: number[] }
+export interface TimelineRequest { id: number; select?: string; event?: number; events?: number[]; t0?: number; t1?: number }
 
 export async function renderTimelinePage(host: HTMLElement, req: TimelineRequest, label: string): Promise<Timeline> {
   // The memory tracks need the devices up front (they size the canvas); a profile
@@ -50,7 +50,11 @@ export async function renderTimelinePage(host: HTMLElement, req: TimelineRequest
   }));
   (window as unknown as { __opscope: unknown }).__opscope = { timelines: [tl] };
 
-  if (req.select) {
+  if (req.t0 !== undefined && req.t1 !== undefined) {
+    // A figure's range (the Summary's analyses and findings): shown, measured, selected.
+    tl.zoomTo(req.t0, req.t1);
+    tl.setRange([req.t0, req.t1]);
+  } else if (req.select) {
     const found = await api.search(req.id, req.select, true, 5000);
     tl.highlightEvents(found.events.map((e) => e.e));
     if (found.events.length) zoomToAll(tl, found.events);

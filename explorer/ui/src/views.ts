@@ -2,6 +2,7 @@
 import { api, type OpRow, type ProfileEntry, type Summary } from './api';
 import { applyWidths, widthPct } from './dom';
 import { escapeHtml as h, formatBytes, formatCount, formatDuration, formatGBps, formatPct } from './format';
+import { analysesHtml, rangeHref } from './analyses';
 import { rooflineSvg } from './roofline';
 import { renderTable, type Column } from './table';
 
@@ -60,11 +61,14 @@ export function renderSummary(host: HTMLElement, id: number, s: Summary, go: (ha
       <h2>Recommendations</h2>
       <ol class="recs" data-testid="recommendations">${s.recommendations.length ? s.recommendations.map((r) => `
         <li class="rec rec-${h(r.kind)}"><div class="rec-head"><span class="rank">${r.rank}</span><strong>${h(r.title)}</strong>
-          ${r.impact_ns ? `<span class="impact">${r.kind === 'fuse' ? 'saves' : 'idle'} ${formatDuration(r.impact_ns)}</span>` : ''}</div>
+          ${r.impact_ns ? `<span class="impact">${r.kind === 'fuse' ? 'saves' : 'at stake'} ${formatDuration(r.impact_ns)}</span>` : ''}</div>
           <p>${h(r.detail)}</p>
           <dl class="evidence" data-testid="rec-figures">${r.evidence.filter((f) => f.label !== 'fix').map((f) => `<div class="ev"><dt>${h(f.label)}</dt><dd>${h(f.text)}</dd></div>`).join('')}</dl>
-          ${r.events.length ? `<a class="button small" href="#/p/${id}/timeline?events=${r.events.join(',')}">Show in timeline</a>` : ''}
+          ${r.events.length ? `<a class="button small" href="#/p/${id}/timeline?events=${r.events.join(',')}">Show in timeline</a>`
+            : r.range && r.range[1] > r.range[0] ? `<a class="button small" href="${rangeHref(id, r.range[0], r.range[1])}">Show in timeline</a>` : ''}
         </li>`).join('') : '<li class="muted">Nothing stands out.</li>'}</ol>
+      <h2>Trace analyses</h2>
+      ${analysesHtml(id, s.analyses)}
       <h2>Roofline</h2>
       <div id="roofline">${rooflineSvg(s.roofline)}</div>
       <div class="two-col">

@@ -1,7 +1,6 @@
 #include "opscope/analysis/kernel_kind.h"
 
 #include <array>
-#include <cctype>
 
 namespace opscope::analysis {
 
@@ -37,7 +36,8 @@ constexpr std::array kRules = {
     KindRule{KernelKind::comm, M::contains, "alltoall", "collectives by name"},
 };
 
-char lower(char c) { return char(std::tolower(static_cast<unsigned char>(c))); }
+// ASCII only: kernel names are, and std::tolower consults the locale per character.
+char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 bool same_at(std::string_view name, size_t at, std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i)

@@ -47,6 +47,7 @@ RankView rank_view(const Trace& trace, int64_t rank) {
 
   std::unordered_map<uint64_t, int32_t> work_of, launch_of;
   std::unordered_map<std::string_view, int32_t> name_of;
+  std::vector<KernelKind> kind_of_name;  // the kind rules read each distinct name once
   std::vector<int32_t> launch_stream;   // per launch: the stream it was queued on
   std::vector<int32_t> launch_device;
   std::vector<int32_t> work_track;      // per work: its first event's track
@@ -68,14 +69,14 @@ RankView rank_view(const Trace& trace, int64_t rank) {
           break;
         }
         auto [n, new_name] = name_of.try_emplace(e.name, int32_t(v.names.size()));
-        if (new_name) v.names.push_back(e.name);
+        if (new_name) v.names.push_back(e.name), kind_of_name.push_back(kernel_kind(e.name));
         DeviceWork w;
         w.t0 = e.t0;
         w.t1 = e.t1;
         w.name = n->second;
         // A collective says so in its description (opscope's broadcast_f32, recv_f32, barrier
         // carry no library's name); others by their name.
-        w.kind = prof::is_collective(e) ? KernelKind::comm : kernel_kind(e.name);
+        w.kind = prof::is_collective(e) ? KernelKind::comm : kind_of_name[size_t(n->second)];
         w.event = i;
         v.work.push_back(w);
         work_track.push_back(e.track);

@@ -30,10 +30,12 @@ json example_events(const Profile& p, const std::vector<uint64_t>& op_ids) {
 
 }  // namespace
 
-json recommend(const Profile& p) {
+json recommend(const Profile& p, const analysis::TraceAnalysis* analyses) {
   json out = json::array();
   try {
-    advisor::Advice a = advisor::advise(p.trace());
+    advisor::AdviseOptions options;
+    options.analyses = analyses;
+    advisor::Advice a = advisor::advise(p.trace(), options);
     for (const advisor::Suggestion& s : a.suggestions) {
       if (out.size() >= 5) break;
       out.push_back({{"kind", "fuse"},
@@ -43,15 +45,16 @@ json recommend(const Profile& p) {
                      {"evidence", figures(a.figures(s))},
                      {"events", example_events(p, s.example_ops)}});
     }
-    if (a.host_wait.significant())
-      out.push_back({{"kind", "host_bound"},
-                     {"title", "Host-bound: the device waits for launches"},
-                     {"detail", a.host_wait_text()},
-                     {"impact_ns", a.host_wait.idle_ns},
-                     {"evidence", figures({{"idle", fmt::format("{:.3f} ms", double(a.host_wait.idle_ns) / 1e6)},
-                                           {"share of span", fmt::format("{:.0f}%", 100 * a.host_wait.fraction())},
-                                           {"gaps", fmt::format("{}", a.host_wait.gaps)}})},
-                     {"events", json::array()}});
+    // The trace findings (host-bound, launch-bound, communication, stragglers, small
+    // kernels), each with the timeline range that shows it.
+    for (const advisor::Finding& f : a.findings)
+      out.push_back({{"kind", f.kind},
+                     {"title", f.title},
+                     {"detail", f.detail + " Fix: " + f.fix},
+                     {"impact_ns", f.impact_ns},
+                     {"evidence", figures(f.evidence)},
+                     {"events", json::array()},
+                     {"range", {f.t0, f.t1}}});
     for (const std::string& w : a.warnings) {
       if (p.trace().dropped > 0 && w.find("events were dropped") != std::string::npos) continue;  // its own card below
       out.push_back({{"kind", "warning"}, {"title", "Advisor warning"}, {"detail", w}, {"impact_ns", 0},

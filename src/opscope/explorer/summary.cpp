@@ -1,10 +1,13 @@
 #include "opscope/explorer/summary.h"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <unordered_map>
 
 #include "opscope/analysis/peaks.h"
+#include "opscope/core/error.h"
+#include "opscope/explorer/analyses_view.h"
 #include "opscope/explorer/recommend.h"
 
 namespace opscope::explorer {
@@ -173,7 +176,17 @@ json summarize(const Profile& p) {
   }
   s["top_ops"] = std::move(top);
   s["roofline"] = roofline_points(p);
-  s["recommendations"] = recommend(p);
+  // The trace analyses, once: drawn per rank, and the advisor's findings read them too.
+  std::optional<analysis::TraceAnalysis> analyses;
+  try {
+    analysis::AnalyzeOptions o;
+    o.per_step = true;  // the findings name the worst step
+    analyses = analysis::analyze(trace, o);
+    s["analyses"] = analyses_view(*analyses);
+  } catch (const Error& e) {
+    s["analyses"] = {{"ranks", json::array()}, {"slowest_rank", nullptr}, {"warnings", {e.what()}}};
+  }
+  s["recommendations"] = recommend(p, analyses ? &*analyses : nullptr);
   s["dropped"] = trace.dropped;
   // Each device's allocator peak and the op it happened in (empty: no allocator events).
   json memory = json::array();

@@ -1,7 +1,8 @@
 // The summary view's numbers: host vs device time, per-core utilization, achieved
 // bandwidth per kernel against the device's peak, the top ops, and ranked
 // recommendations each carrying the evidence (figures and example events) behind it,
-// and each device's allocator peak with the op it happened in.
+// each device's allocator peak with the op it happened in, and the trace analyses per
+// rank (analyses_view.h).
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "opscope/core/error.h"
@@ -25,15 +29,27 @@ int64_t recorded_rank(const prof::Trace& t) {
   return ranks[0]["rank"].get<int64_t>();
 }
 
+// A rank file read 8 MB at a time: its events, not the window, dominate its memory.
+constexpr size_t kRankReadWindow = size_t(8) << 20;
+
+// Hands the freed parts of the last rank's import back to the OS: glibc keeps large
+// freed blocks in its heap (its mmap threshold grows with each large free), so without
+// this each rank's peak would stack on the previous rank's leftovers.
+void release_freed_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
 analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::AnalyzeOptions& o) {
   analysis::check_analyze_options(o);
-  if (is_job_dir(path)) {  // DIR/rank-N opscope profiles of one job: merged, then per rank
-    std::vector<std::string> notes;
-    analysis::TraceAnalysis a = analysis::analyze(load_job(path, &notes), o);
+  if (is_job_dir(path)) {  // DIR/rank-N profiles: merged on one timeline (job.h), then analysed per rank
+    std::vector<std::string> warnings;
+    analysis::TraceAnalysis a = analysis::analyze(load_job(path, &warnings), o);
     a.source = path;
-    a.warnings.insert(a.warnings.begin(), notes.begin(), notes.end());
+    a.warnings.insert(a.warnings.begin(), warnings.begin(), warnings.end());
     return a;
   }
   if (!is_trace_path(path)) {
@@ -42,6 +58,7 @@ analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::An
     return a;
   }
   std::vector<std::string> files = trace_files({path});
+
   // One rank per file, one file at a time (a lone file: the rank it records, if any).
   analysis::TraceAnalysis a;
   a.options = o;
@@ -50,7 +67,10 @@ analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::An
   int64_t without_start = 0, without_finish = 0, with_unmatched = 0;
   std::vector<std::pair<int64_t, std::string>> seen;  // (rank, file)
   for (size_t i = 0; i < files.size(); ++i) {
-    ImportResult r = import_traces({files[i]});
+    ImportOptions io;
+    io.read_window = kRankReadWindow;
+    std::optional<ImportResult> held = import_traces({files[i]}, io);
+    ImportResult& r = *held;
     // The file's own edge-of-window flows are summed into one line for the folder.
     std::string flows = unmatched_flows_note(r.flows_without_start, r.flows_without_finish, 1, 1);
     for (const std::string& w : r.warnings)
@@ -68,9 +88,13 @@ analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::An
     if (o.rank != analysis::kAllRanks && rank != o.rank) continue;
     analysis::RankView view = analysis::rank_view(r.trace, -1);
     view.rank = rank;
+    held.reset();  // the analyses read the compact view only
+    release_freed_memory();
     analysis::RankAnalysis ra = analysis::analyze_rank(view, o);
     ra.source = files[i];
     a.ranks.push_back(std::move(ra));
+    view = {};
+    release_freed_memory();
   }
   if (o.rank != analysis::kAllRanks && a.ranks.empty()) {
     std::vector<int64_t> ranks;
@@ -86,6 +110,12 @@ analysis::TraceAnalysis analyze_path(const std::string& path, const analysis::An
   analysis::add_rank_warnings(a);
   a.warnings.insert(a.warnings.begin(), notes.begin(), notes.end());
   return a;
+}
+
+void return_large_blocks_when_freed() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
 }
 
 }  // namespace opscope::importer

@@ -118,7 +118,8 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
   std::vector<std::string> files = trace_files(paths);
   std::vector<RawTrace> raws;
   raws.reserve(files.size());
-  for (const std::string& f : files) raws.push_back(read_kineto(f));
+  for (const std::string& f : files)
+    raws.push_back(options.read_window ? read_kineto(f, options.read_window) : read_kineto(f));
 
   ImportResult result;
   prof::Trace& trace = result.trace;

@@ -19,6 +19,9 @@ namespace opscope::importer {
 struct ImportOptions {
   // Roofline peaks instead of the datasheet table's (0: from the table, by GPU name).
   double peak_gbps = 0, peak_gflops = 0;
+  // Bytes of a file read at a time (0: json_splitter.h's window). `opscope analyze`
+  // streams ranks with a smaller one: a rank's peak memory is mostly this window.
+  size_t read_window = 0;
 };
 
 struct ImportResult {

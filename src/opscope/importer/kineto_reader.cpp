@@ -501,9 +501,9 @@ RawTrace read_kineto_from(ByteSource& in, size_t window) {
   return t;
 }
 
-RawTrace read_kineto(const std::string& path) {
+RawTrace read_kineto(const std::string& path, size_t window) {
   TraceFile f(path);
-  return read_kineto_from(f);
+  return read_kineto_from(f, window);
 }
 
 }  // namespace opscope::importer

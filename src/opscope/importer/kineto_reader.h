@@ -100,7 +100,8 @@ struct RawTrace {
 // cannot be read, is not JSON, is JSON but no trace (no traceEvents), or an event cannot
 // be parsed ("event 12: ..."). Events that can be skipped (no ts, dur < 0, an unknown
 // phase) are counted in `warnings`.
-RawTrace read_kineto(const std::string& path);
+// `window`: the bytes read at a time (json_splitter.h).
+RawTrace read_kineto(const std::string& path, size_t window = size_t(32) << 20);
 
 // The same from any byte stream (tests read from memory).
 class ByteSource;

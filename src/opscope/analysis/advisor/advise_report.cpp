@@ -33,6 +33,11 @@ std::string Suggestion::count_text() const {
 }
 
 std::string Suggestion::title() const {
+  if (kind == "epilogue" && ops.size() >= 2) {
+    std::string tail;
+    for (size_t i = 1; i < ops.size(); ++i) tail += (i > 1 ? " and " : "") + ops[i];
+    return fmt::format("Fuse {} into {}'s epilogue", tail, ops.front());
+  }
   if (!known_op.empty()) return fmt::format("Replace the {}-op {} with one fused kernel", ops.size(), known_op);
   if (!scope.empty()) return fmt::format("Compile '{}': {} fusable ops in a row", scope, ops.size());
   return fmt::format("Compile {} fusable ops in a row", ops.size());
@@ -40,17 +45,26 @@ std::string Suggestion::title() const {
 
 std::vector<std::pair<std::string, std::string>> Advice::figures(const Suggestion& s) const {
   double share = total_device_ns ? 100.0 * s.predicted_saved_ns / double(total_device_ns) : 0.0;
+  std::string fused =
+      s.kind == "epilogue"
+          ? "none: " + s.rate_from
+          : fmt::format("{} over the {}: {} at {:.1f} GB/s, {}", ms(s.predicted_fused_ns()),
+                        s.occurrences == 1 ? std::string("call") : fmt::format("{} calls", s.occurrences),
+                        format_bytes(double(s.fused_bytes)), s.bandwidth_gbps, s.rate_from) +
+                math_text(s);
   std::vector<std::pair<std::string, std::string>> f = {
       {"fix", s.fix},
-      {"predicted saving", fmt::format("{} of {} device time ({:.1f}%)", ms(s.predicted_saved_ns),
-                                       ms(double(total_device_ns)), share)},
+      {"predicted saving",
+       s.gaps_ns > 0 ? fmt::format("{} of its {} device time and {} launch gaps", ms(s.predicted_saved_ns),
+                                   ms(double(s.device_ns)), ms(double(s.gaps_ns)))
+                     : fmt::format("{} of {} device time ({:.1f}%)", ms(s.predicted_saved_ns),
+                                   ms(double(total_device_ns)), share)},
       {"occurs", s.count_text() + (s.context.empty() ? "" : " in " + s.context)},
       {"now", fmt::format("{} in {} launches, {} moved", ms(double(s.device_ns)), s.launches, format_bytes(double(s.bytes)))},
-      {"fused kernel", fmt::format("{} over the {}: {} at {:.1f} GB/s, {}", ms(s.predicted_fused_ns()),
-                                   s.occurrences == 1 ? std::string("call") : fmt::format("{} calls", s.occurrences),
-                                   format_bytes(double(s.fused_bytes)), s.bandwidth_gbps, s.rate_from) +
-                                       math_text(s)},
-      {"sequence", s.pattern}};
+      {"fused kernel", fused}};
+  if (s.gaps_ns > 0)  // a GPU's idle time between the chain's kernels
+    f.push_back({"launch gaps", fmt::format("{} between its kernels, which fusing removes", ms(double(s.gaps_ns)))});
+  f.push_back({"sequence", s.pattern});
   return f;
 }
 
@@ -64,13 +78,28 @@ std::string Advice::host_wait_text() const {
       ms(double(w.idle_ns)), ms(double(w.span_ns)), 100 * w.fraction(), w.gaps);
 }
 
+// A finding's evidence on one line: "rank 0; host wait 1.2 ms in 40 gaps; ...".
+static std::string evidence_text(const Finding& f) {
+  std::string out;
+  for (auto& [label, text] : f.evidence) out += (out.empty() ? "" : "; ") + label + " " + text;
+  return out;
+}
+
+std::string Advice::findings_text() const {
+  std::string out;
+  for (const Finding& f : findings)
+    out += fmt::format("\n{} ({} at stake)\n    {}\n    {:<9} {}\n    {:<9} {}\n", f.title, ms(f.impact_ns), f.detail,
+                       "fix:", f.fix, "evidence:", evidence_text(f));
+  return out;
+}
+
 std::string Advice::table(int limit) const {
   std::string out = fmt::format(
       "Advisor: {} device time in {} kernels; {} fusable sequences\n"
       "launch cost {:.0f} ns ({})\n",
       ms(double(total_device_ns)), kernels, suggestions.size(), launch_cost_ns, launch_cost_from);
   for (const std::string& w : warnings) out += "warning: " + w + "\n";
-  if (std::string idle = host_wait_text(); !idle.empty()) out += "\nHost-bound: " + idle + "\n";
+  out += findings_text();
   if (suggestions.empty()) return out + "Nothing to fuse: no two fusable ops run back to back.\n";
   int shown = 0;
   for (const Suggestion& s : suggestions) {
@@ -81,9 +110,15 @@ std::string Advice::table(int limit) const {
   if (limit > 0 && int(suggestions.size()) > limit)
     out += fmt::format("\n... {} more (--limit 0 shows all)\n", suggestions.size() - size_t(limit));
   double all = 0;
-  for (const Suggestion& s : suggestions) all += s.predicted_saved_ns;
-  out += fmt::format("\nFusing all of them would save {} of {} device time ({:.1f}%).\n", ms(all),
-                     ms(double(total_device_ns)), total_device_ns ? 100.0 * all / double(total_device_ns) : 0.0);
+  int64_t gaps = 0;
+  for (const Suggestion& s : suggestions) all += s.predicted_saved_ns, gaps += s.gaps_ns;
+  if (gaps > 0)  // a GPU's launch gaps count too: the saving can exceed the device time
+    out += fmt::format("\nFusing all of them would save {}: device time (of {}) and {} of launch gaps between their "
+                       "kernels.\n",
+                       ms(all), ms(double(total_device_ns)), ms(double(gaps)));
+  else
+    out += fmt::format("\nFusing all of them would save {} of {} device time ({:.1f}%).\n", ms(all),
+                       ms(double(total_device_ns)), total_device_ns ? 100.0 * all / double(total_device_ns) : 0.0);
   return out;
 }
 
@@ -102,6 +137,14 @@ std::string Advice::to_json(int limit) const {
                     {"fraction", host_wait.fraction()},
                     {"significant", host_wait.significant()},
                     {"text", host_wait_text()}};
+  j["findings"] = nlohmann::ordered_json::array();
+  for (const Finding& f : findings) {
+    nlohmann::ordered_json ev = nlohmann::ordered_json::array();
+    for (auto& [label, text] : f.evidence) ev.push_back({{"label", label}, {"text", text}});
+    j["findings"].push_back({{"kind", f.kind}, {"title", f.title}, {"detail", f.detail}, {"fix", f.fix},
+                             {"impact_ns", f.impact_ns}, {"rank", f.rank}, {"t0", f.t0}, {"t1", f.t1},
+                             {"evidence", ev}});
+  }
   j["suggestions"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const Suggestion& s : suggestions) {
@@ -120,6 +163,7 @@ std::string Advice::to_json(int limit) const {
                                 {"occurrences", s.occurrences},
                                 {"launches", s.launches},
                                 {"device_ns", s.device_ns},
+                                {"gaps_ns", s.gaps_ns},
                                 {"bytes", s.bytes},
                                 {"fused_bytes", s.fused_bytes},
                                 {"bandwidth_gbps", s.bandwidth_gbps},

@@ -9,11 +9,19 @@
 
 namespace opscope::advisor {
 
-// The op a framework op computes, in opscope's names: "aten::mul" → "mul", "aten::amax" →
-// "max" (torch profiles name aten ops); other names are returned as they are.
+// The op a framework op computes, in opscope's names: "aten::mul" → "mul", "aten::add_" →
+// "add", "aten::amax" → "max" (torch profiles name aten ops); other names as they are.
 std::string_view base_op(std::string_view name);
 // Ops a generated kernel can absorb (elementwise, casts, reductions); in advise.h too.
 bool fusable_op(std::string_view name);
+// autograd's wrappers of a backward node ("autograd::engine::evaluate_function: ...",
+// "MulBackward0"): scopes around the ops a user wrote, not ops themselves.
+bool autograd_wrapper(std::string_view name);
+// Ops whose output a fused epilogue can finish (bias, activation): matmuls, convolutions.
+bool matmul_like(std::string_view name);
+bool activation(std::string_view name);
+// An add of a vector along the last axis ("[(8, 64) f32, (64) f32]"): a bias. Needs shapes.
+bool bias_add(std::string_view name, std::string_view shapes);
 // Ops whose math can outlast their memory traffic (transcendentals, division); the
 // others (add, mul, casts, sums) stream: time past their bytes at the probe's rate is
 // memory inefficiency a fused kernel does not inherit op by op.
