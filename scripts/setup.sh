@@ -10,7 +10,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libopenblas-dev libcpp-httplib-dev zlib1g-dev
   libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy)
+  libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy
+  clang)
 [ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_util.h"
 #include "opscope/profiler/store.h"
@@ -23,17 +25,22 @@ namespace {
 class CliAdvise : public ::testing::Test {
  protected:
   static inline fs::path dir = fs::temp_directory_path() / ("opscope_cli_advise_" + std::to_string(::getpid()));
+  // The suite's profiles, made once. A failed run is kept, not asserted here: GoogleTest
+  // would mark every test skipped; each test's SetUp fails on it instead.
+  static inline std::vector<std::pair<std::string, CliResult>> made;
   static void SetUpTestSuite() {
     ::setenv("OPSCOPE_CACHE_DIR", (dir / "cache").c_str(), 1);
-    CliResult r = run_opscope({"profile", "llama", "--preset", "tiny", "--tokens", "16", "--decode", "2", "--mode",
-                               "eager", "--iters", "1", "--warmup", "1", "--out", (dir / "llama").string()});
-    ASSERT_EQ(r.status, 0) << r.out;
-    r = run_opscope({"profile", "rmsnorm", "--impl", "all", "--shape", "8x64", "--iters", "2", "--out",
-                     (dir / "rms").string()});
-    ASSERT_EQ(r.status, 0) << r.out;
-    r = run_opscope({"profile", "rmsnorm", "--impl", "builtin", "--shape", "8x64", "--iters", "1", "--out",
-                     (dir / "one").string()});
-    ASSERT_EQ(r.status, 0) << r.out;
+    made.clear();
+    made.emplace_back("llama", run_opscope({"profile", "llama", "--preset", "tiny", "--tokens", "16", "--decode", "2",
+                                            "--mode", "eager", "--iters", "1", "--warmup", "1", "--out",
+                                            (dir / "llama").string()}));
+    made.emplace_back("rms", run_opscope({"profile", "rmsnorm", "--impl", "all", "--shape", "8x64", "--iters", "2",
+                                          "--out", (dir / "rms").string()}));
+    made.emplace_back("one", run_opscope({"profile", "rmsnorm", "--impl", "builtin", "--shape", "8x64", "--iters",
+                                          "1", "--out", (dir / "one").string()}));
+  }
+  void SetUp() override {
+    for (const auto& [name, r] : made) ASSERT_EQ(r.status, 0) << "opscope profile for " << name << " failed:\n" << r.out;
   }
   static void TearDownTestSuite() {
     ::unsetenv("OPSCOPE_CACHE_DIR");
