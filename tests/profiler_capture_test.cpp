@@ -441,27 +441,38 @@ TEST(ProfilerCapture, WithStackResolvesTheCallSite) {
   EXPECT_NE(src.find("WithStackResolvesTheCallSite"), std::string::npos) << src;
 }
 
-// A kernel still running when stop() begins is waited for and recorded.
+// A kernel still running when stop() begins is waited for and recorded. The kernel holds
+// until the opener sees stop() begun (the framework layer off, the device layer still on:
+// end_window is waiting for the streams), so it ends after stop() began on any machine.
 TEST(ProfilerCapture, StopWaitsForKernelsInFlight) {
   CpuDevice dev(1);
-  std::atomic<bool> gate{false};
+  std::atomic<bool> gate{false}, running{false};
   Profiler p;
   p.start();
   LaunchSpec spec;
   spec.name = "gated";
-  spec.body = [&gate](int64_t, int64_t) {
+  spec.body = [&](int64_t, int64_t) {
+    running.store(true);
     while (!gate.load()) std::this_thread::yield();
   };
   runtime::launch(dev, std::move(spec), {}, {});
+  int64_t opened_at = 0;
+  bool saw_stop = false;
   std::thread opener([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!running.load()) std::this_thread::yield();
+    // A deadlock guard, not a timing: a stop() that does not wait never gets here.
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!(saw_stop = prof::layers() == kDevice) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    opened_at = now_ns();
     gate.store(true);
   });
   p.stop();
   opener.join();
+  EXPECT_TRUE(saw_stop) << "stop() never reached its wait for the device";
   auto k = events_of(p.trace(), EventKind::kernel, "gated");
   ASSERT_EQ(k.size(), 1u);
-  EXPECT_GE(k[0]->t1 - k[0]->t0, 1'000'000);  // it ran while the gate was closed
+  EXPECT_GE(p.trace().base_time_ns + k[0]->t1, opened_at);  // recorded to its end, after stop() began
 }
 
 // A kernel error stays for the program's own synchronize: stop() does not swallow it.
