@@ -23,6 +23,8 @@ int device_count();
 void bind_profiler(py::module_& m);  // profiler.cpp
 void bind_compile(py::module_& m);   // compile.cpp
 Device& device(int64_t index);
+int64_t test_gate_new();             // ops_nn.cpp: gates for opscope::_test_kernel
+void test_gate_open(int64_t gate);
 
 namespace {
 // `with opscope.stream(s):` guards, innermost last (entered and left on one thread).
@@ -103,6 +105,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_fallback_stats", &reset_fallback_stats);
   m.def("set_fallback_warnings", &set_fallback_warnings);
   m.def("_profile_events", &profile_events);
+  m.def("_test_gate_new", &test_gate_new);
+  m.def("_test_gate_open", &test_gate_open);
   bind_profiler(m);
   bind_compile(m);
 
