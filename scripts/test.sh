@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test: set up, build every target with warnings as errors (OPSCOPE_WERROR: a new
-# warning fails CI), run the explorer's UI unit tests and
+# warning fails CI) and install (scripts/install.sh), run the explorer's UI unit tests and
 # its browser tests (headless Chromium), the C++ suite, the PyTorch device's pytest suite
 # (after each suite, every skipped test is listed and any skip other than "no GPU" or "no
 # CUDA toolkit" fails the run: scripts/check_skips.py, docs/TESTING.md), then the C++
@@ -13,6 +13,9 @@ echo "== explorer UI: unit tests"
 (cd explorer/ui && npm ci --no-audit --no-fund --loglevel=error && npm test)
 echo "== explorer UI: browser tests"
 explorer/ui/run-e2e.sh build
+echo "== installed by setup: import opscope with no PYTHONPATH from another folder, opscope on PATH"
+(cd / && env -u PYTHONPATH /usr/bin/python3 -c "import opscope; print('import opscope ->', opscope.__file__)")
+(cd / && echo "opscope -> $(command -v opscope)" && opscope --help >/dev/null)
 echo "== C++ suite"
 ctest --test-dir build --output-on-failure -j 2 --output-junit "$PWD/build/ctest-junit.xml"
 echo "== C++ suite: skipped tests (allowed only: GPU absent, CUDA toolkit absent; docs/TESTING.md)"
