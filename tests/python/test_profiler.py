@@ -95,6 +95,33 @@ def test_self_device_total_equals_the_kernels(dev, tmp_path):
     assert mul.count == 6 and mul.self_device_time_total > 0 and mul.self_cuda_time_total == mul.self_device_time_total
 
 
+def _kinds_recorded(dev, tmp_path, activities):
+    x = torch.randn(64, device=dev)
+    with profile(activities=activities, experimental_config=Config(output_dir=str(tmp_path / "a"))) as prof:
+        (x * 2).cpu()
+    return prof.layers, {e[0] for e in prof.events()}
+
+
+def test_activities_cpu_is_the_framework_layer_device_the_runtime_and_device(dev, tmp_path):
+    layers, kinds = _kinds_recorded(dev, tmp_path, [ProfilerActivity.CPU])
+    assert layers == "framework" and "op" in kinds and not kinds & {"launch", "kernel"}, kinds
+    layers, kinds = _kinds_recorded(dev, tmp_path, [ProfilerActivity.DEVICE])
+    assert layers == "runtime,device" and {"launch", "kernel"} <= kinds and "op" not in kinds, kinds
+    assert ProfilerActivity.PRIVATEUSE1 is ProfilerActivity.DEVICE  # torch 1.13's name for the device
+
+
+def test_torchs_cuda_activity_profiles_this_device_unchanged(dev, tmp_path):
+    """A script written for a GPU (activities=[CPU, CUDA]) profiles opscope's device as is."""
+    torch_acts = torch.profiler.ProfilerActivity
+    assert _kinds_recorded(dev, tmp_path, [torch_acts.CUDA]) == _kinds_recorded(dev, tmp_path,
+                                                                                [ProfilerActivity.DEVICE])
+    assert _kinds_recorded(dev, tmp_path, [torch_acts.CPU]) == _kinds_recorded(dev, tmp_path, [ProfilerActivity.CPU])
+    layers, kinds = _kinds_recorded(dev, tmp_path, [torch_acts.CPU, torch_acts.CUDA])
+    assert layers == "framework,runtime,device" and {"op", "launch", "kernel"} <= kinds, kinds
+    with pytest.raises(ValueError, match=r"\[activities\] 'cuda' is not a profiler activity"):
+        profile(activities=["cuda"])
+
+
 def test_naive_table_is_sorted_by_device_time(dev, tmp_path):
     x, w = torch.randn(256, 4096).to(dev), torch.randn(4096).to(dev)
     naive_rms_norm(x, w).cpu()  # warm: the allocator's cache holds the intermediates' blocks
