@@ -2,11 +2,12 @@
 // - Child entries (child_process.h): with OPSCOPE_TEST_CHILD=NAME the binary runs that
 //   entry instead of the tests.
 // - Skips that cannot hide a failure. ctest runs one test per process; GoogleTest marks
-//   every test of a suite SKIPPED when the suite's shared setup fails, and ctest's default
-//   rule (any "[  SKIPPED ]" in the output is a skip, whatever the exit status) turned such
-//   failures into skips. Under ctest (OPSCOPE_TEST_SKIP_EXIT=77, tests/CMakeLists.txt) a run
-//   exits 77, ctest's SKIP_RETURN_CODE, only when its tests all skipped and nothing failed;
-//   a failure exits 1. Run by hand, the exit status is GoogleTest's. Each skip prints one
+//   every test of a suite SKIPPED when the suite's shared setup fails, and the rule
+//   gtest_discover_tests gives ctest (any "[  SKIPPED ]" in the output is a skip, whatever
+//   the exit status) turned such failures into skips; tests/ctest_skip_rule.cmake removes
+//   it. Under ctest (OPSCOPE_TEST_SKIP_EXIT=77, tests/CMakeLists.txt) a run exits 77,
+//   ctest's SKIP_RETURN_CODE, only when its tests all skipped and nothing failed; a
+//   failure exits 1. Run by hand, the exit status is GoogleTest's. Each skip prints one
 //   line, "opscope-test skip: Suite.Name: reason", which scripts/check_skips.py checks
 //   against the allow-list in docs/TESTING.md.
 #include <gtest/gtest.h>

@@ -66,3 +66,18 @@ def test_pytest_reports_give_their_skip_message(tmp_path):
 def test_an_unreadable_report_is_an_error(tmp_path):
     r = check(str(tmp_path / "missing.xml"))
     assert r.returncode == 2 and "missing.xml: cannot read the report" in r.stderr
+
+
+def test_ctest_counts_a_skip_by_exit_code_only():
+    """The build's ctest list (tests/ctest_skip_rule.cmake ran after discovery): no test is
+    skipped for printing "[  SKIPPED ]" (a failed suite setup prints it and exits 1); each
+    one is skipped only by exiting 77."""
+    import opscope  # where the build is: BUILD/python/opscope
+    build = Path(opscope.__file__).resolve().parents[2]
+    lists = list((build / "tests").glob("opscope_tests*_tests.cmake"))
+    assert lists, f"no discovered test list in {build / 'tests'}"
+    text = "".join(p.read_text() for p in lists)
+    props = [line for line in text.splitlines() if line.startswith("set_tests_properties(")]
+    assert len(props) > 400, len(props)
+    assert "SKIP_REGULAR_EXPRESSION" not in text
+    assert all("SKIP_RETURN_CODE 77" in line and "OPSCOPE_TEST_SKIP_EXIT=77" in line for line in props)
