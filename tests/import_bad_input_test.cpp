@@ -176,8 +176,8 @@ TEST(ImportBadInput, SkippableEventsAreCountedWarningsWithTheFirstIndex) {
       p + ": 1 events with dur < 0 (or no number, or past 4e15 µs) skipped (first: event 4)",
       p + ": 1 events with phase \"Q\" skipped (opscope reads X, i, s, f, t, M, C) (first: event 6)",
       p + ": 1 runtime calls with a correlation id an earlier call has (linked by the first only) (first: event 7)",
-      p + ": 1 flow starts (ph s) with no finish (ignored) (first: event 8)",
-      p + ": 1 flow finishes (ph f) with no start (ignored) (first: event 9)"};
+      p + ": 1 flow end (ph f) whose start lies before the window and 1 flow start (ph s) whose end lies after "
+          "it: Kineto's normal edge of the recording window (ignored)"};
   for (const std::string& w : want)
     EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(), w), r.warnings.end()) << "missing: " << w;
   EXPECT_EQ(r.warnings.size(), want.size());

@@ -2,7 +2,8 @@
 # The explorer's end-to-end tests in headless Chromium. Needs: a build with the explorer
 # (BUILD, default build/), node + npm, and /usr/bin/chromium (Debian's `chromium`).
 # Profiles the RMSNorm case study (naive, builtin, compiled), adds a corrupt profile, and
-# runs e2e/run.mjs on them.
+# runs e2e/run.mjs on them; then e2e/hostile.mjs: traces whose names are HTML through every
+# view, the Content-Security-Policy, and a server on a network address with its token.
 # Screenshots: BUILD/e2e-artifacts/.
 set -euo pipefail
 ui="$(cd "$(dirname "$0")" && pwd)"
@@ -29,3 +30,4 @@ printf 'not a database' >"$work/corrupt/profile.db"
 dirs+=("$work/corrupt")
 cd "$ui"
 node e2e/run.mjs --server "$build/tools/explorer/opscope-explore" --cli "$build/tools/opscope" --out "$artifacts" -- "${dirs[@]}"
+node e2e/hostile.mjs --server "$build/tools/explorer/opscope-explore" --out "$artifacts"

@@ -10,6 +10,7 @@
 
 #include "opscope/advisor/verify.h"
 #include "opscope/analysis/advisor/advise.h"
+#include "opscope/analysis/peaks.h"
 #include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
 #include "open_profile.h"
@@ -44,7 +45,7 @@ void add_advise_command(CLI::App& app) {
   cmd->callback([a] {
     advisor::AdviseOptions o;
     o.min_ops = a->min_ops;
-    if (!a->peaks.empty()) o.peaks_json = analysis::load_device_peaks(a->peaks);
+    if (!a->peaks.empty()) o.peaks = analysis::Peaks::from_json(analysis::load_device_peaks(a->peaks));
     prof::Trace trace = open_profile(a->dir);
     advisor::Advice advice = advisor::advise(trace, o);
     if (!a->verify) {

@@ -13,7 +13,9 @@ void add_explore_command(CLI::App& app) {
   CLI::Option* port = sub->add_option("--port", opt->port, "port (0: any free port; default: 8642 or the next free one)")
                           ->capture_default_str()
                           ->check(CLI::Range(0, 65535));
-  sub->add_option("--host", opt->host, "address to bind (other than loopback only when you mean it)")
+  sub->add_option("--host", opt->host,
+                  "address to bind; another than 127.0.0.1, localhost or ::1 serves the API only to requests "
+                  "carrying the access token printed in the URL")
       ->capture_default_str();
   sub->callback([dirs, opt, port] {
     // An asked-for port that is taken is an error; the default one moves on to a free one.

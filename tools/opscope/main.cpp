@@ -18,6 +18,7 @@ void add_compile_command(CLI::App& app);
 void add_advise_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
+void add_analyze_command(CLI::App& app);
 }  // namespace opscope::cli
 
 int main(int argc, char** argv) {
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   add_advise_command(app);
   add_import_command(app);
   add_probe_command(app);
+  add_analyze_command(app);
 
   // Subcommands run in their callbacks during parse(); their errors are opscope::Error
   // ("[flag or file] what is wrong") and end the program with status 1.

@@ -2,10 +2,9 @@
 // by playwright-core): start the server on saved profiles, open them, read the timeline,
 // follow an op to its kernels, compare two profiles. Screenshots go to --out.
 //   node e2e/run.mjs --server BUILD/tools/explorer/opscope-explore [--cli BUILD/tools/opscope] --out DIR -- PROFILE_DIR...
-import { chromium } from 'playwright-core';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { assert, checker, launchBrowser, startServer, timelineReady as ready } from './harness.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : fallback; };
@@ -13,7 +12,6 @@ const server = opt('--server');
 const cli = opt('--cli');  // the opscope CLI, to compare its advice with the summary's
 const out = opt('--out', 'e2e-artifacts');
 const profiles = argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : [];
-const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 if (!server || !profiles.length) {
   console.error('usage: node e2e/run.mjs --server BIN --out DIR -- PROFILE_DIR...');
   process.exit(2);
@@ -21,53 +19,17 @@ if (!server || !profiles.length) {
 mkdirSync(out, { recursive: true });
 
 // ---- the server, on a free port; its first line of output carries the URL
-const proc = spawn(server, [...profiles, '--port', '0', '--rate', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-let log = '';
-const url = await new Promise((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 30000);
-  const onData = (d) => {
-    log += d;
-    const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(log);
-    if (m) { clearTimeout(timer); resolve(m[1]); }
-  };
-  proc.stdout.on('data', onData);
-  proc.stderr.on('data', onData);
-  proc.on('exit', (code) => reject(new Error(`server exited (${code}):\n${log}`)));
-});
+const { url, proc } = await startServer(server, [...profiles, '--port', '0', '--rate', '0']);
 console.log(`server: ${url}`);
 
-const browser = await chromium.launch({
-  executablePath: chromiumPath,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run'],
-});
+const browser = await launchBrowser();
 const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
 const consoleErrors = [];
 page.on('pageerror', (e) => consoleErrors.push(String(e)));
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 
-let passed = 0, failed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}\n     ${String(e.message ?? e).split('\n').join('\n     ')}`);
-    await page.screenshot({ path: join(out, `fail-${name.replace(/\W+/g, '-')}.png`) }).catch(() => {});
-  }
-}
-const shot = (name) => page.screenshot({ path: join(out, `${name}.png`) });
-const assert = (cond, msg) => { if (!cond) throw new Error(msg); };
-const timelineReady = async (n = 1) => {
-  await page.waitForFunction((n) => {
-    const t = window.__opscope?.timelines;
-    return t && t.length >= n && t.every((x) => x.ready);
-  }, n, { timeout: 15000 });
-  await page.waitForTimeout(150);  // the next animation frame has drawn
-};
+const { check, shot, state } = checker(page, out);
+const timelineReady = (n = 1) => ready(page, n);
 
 let ids = {};
 await check('profiles view lists the RMSNorm implementations', async () => {
@@ -374,5 +336,5 @@ await check('no errors in the page', async () => {
 await browser.close();
 proc.kill('SIGTERM');
 console.log(`screenshots: ${out}`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`${state.passed} passed, ${state.failed} failed`);
+process.exit(state.failed ? 1 : 0);

@@ -88,11 +88,19 @@ export class ApiError extends Error {
   constructor(public status: number, message: string) { super(message); }
 }
 
+// The access token of a server on a network address (`opscope explore --host ADDR`): it
+// comes in the page's URL as printed (?token=...) and goes with every API request in a
+// header (not in the URL, where logs would keep it).
+export function accessToken(): string | null {
+  return typeof location === 'undefined' ? null : new URLSearchParams(location.search).get('token');
+}
+
 export async function getJSON<T>(path: string, params: Record<string, string | number> = {}): Promise<T> {
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) qs.set(k, String(v));
   const url = qs.toString() ? `${path}?${qs}` : path;
-  const res = await fetch(url);
+  const token = accessToken();
+  const res = await fetch(url, token ? { headers: { Authorization: `token ${token}` } } : undefined);
   let body: unknown = null;
   try { body = await res.json(); } catch { /* not JSON */ }
   if (!res.ok) {

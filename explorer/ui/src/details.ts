@@ -1,12 +1,10 @@
 // The side panel: an event's details (args, shapes, source, the correlation chain, a
 // compiled kernel's artifact) or a selected range's aggregate statistics.
 import type { EventBrief, EventDetails, RangeStats } from './api';
-import { layerSwatch } from './colors';
 import { escapeHtml as h, formatBytes, formatCount, formatDuration, formatGBps } from './format';
-import { currentTheme } from './theme';
 
 const chip = (layer: EventBrief['layer']) =>
-  `<span class="dot" style="background:${layerSwatch(layer, currentTheme())}"></span>`;
+  `<span class="dot dot-${h(layer)}"></span>`;
 
 function chainList(title: string, items: EventBrief[], selected: number): string {
   if (!items.length) return '';

@@ -1,7 +1,7 @@
 // The explorer's front end: routes between the profiles, summary, timeline, operator
 // table and compare views, and runs the header's search.
 import './styles.css';
-import { api, type ProfileEntry } from './api';
+import { api, ApiError, type ProfileEntry } from './api';
 import { renderCompare } from './compare';
 import { escapeHtml as h, formatDuration } from './format';
 import { parseRoute, routeHash, type Route } from './route';
@@ -95,7 +95,10 @@ async function start(): Promise<void> {
   try {
     profiles = (await api.profiles()).profiles;
   } catch (err) {
-    app.innerHTML = `<section class="page"><div class="card error"><h2>Cannot reach the explorer's server</h2><p>${h(String(err))}</p></div></section>`;
+    const text = err instanceof ApiError && err.status === 401
+      ? 'This explorer serves a network address and needs its access token: open the URL that <code>opscope explore</code> printed (it ends in <code>?token=…</code>).'
+      : h(String(err));
+    app.innerHTML = `<section class="page"><div class="card error" data-testid="server-error"><h2>Cannot reach the explorer's server</h2><p>${text}</p></div></section>`;
     return;
   }
   window.addEventListener('hashchange', render);

@@ -1,5 +1,6 @@
 // Sorting and filtering of table rows (pure), and a small sortable, filterable HTML table.
 
+import { applyWidths } from './dom';
 import { escapeHtml } from './format';
 
 export type SortDir = 'asc' | 'desc';
@@ -54,6 +55,7 @@ export function renderTable<T>(host: HTMLElement, opts: TableOptions<T>): void {
       const text = c.format ? c.format(v, r) : escapeHtml(String(v));
       return `<td class="${c.numeric ? 'num' : ''}">${text}</td>`;
     }).join('') + '</tr>').join('');
+    applyWidths(tbody);
     tbody.querySelectorAll('tr').forEach((tr, i) => tr.addEventListener('click', () => opts.onRow?.(rows[i])));
     thead.querySelectorAll<HTMLElement>('th').forEach((th) => th.addEventListener('click', () => {
       const k = th.dataset.key as keyof T;

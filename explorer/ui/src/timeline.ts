@@ -37,6 +37,7 @@ export class Timeline {
   readonly bounds: Bounds;
   private canvas: HTMLCanvasElement;
   private tip: HTMLElement;
+  private labels: string[] = [];
   private layout: Layout;
   view: Viewport;
   private windows = new Map<number, LaneWindow>();
@@ -309,6 +310,7 @@ export class Timeline {
   // ---- drawing
 
   private draw(): void {
+    this.labels = [];
     const ctx = this.canvas.getContext('2d');
     if (!ctx) return;
     const css = getComputedStyle(document.documentElement);
@@ -373,7 +375,9 @@ export class Timeline {
         if (!merged && width > 34) {
           ctx.globalAlpha = dim && !lit ? 0.35 : 1;
           ctx.fillStyle = labelColor(theme);
-          ctx.fillText(ellipsize(ctx, name, width - 8), Math.max(x0, GUTTER) + 4, y + h / 2 + 0.5);
+          const label = ellipsize(ctx, name, width - 8);
+          ctx.fillText(label, Math.max(x0, GUTTER) + 4, y + h / 2 + 0.5);
+          this.labels.push(label);
         }
       }
     }
@@ -450,7 +454,9 @@ export class Timeline {
       ctx.fillRect(6, r.y + 2, 3, bottom - r.y - 4);
       ctx.fillStyle = color('--fg');
       ctx.font = '12px ui-sans-serif, system-ui, sans-serif';
-      ctx.fillText(ellipsize(ctx, r.group, GUTTER - 24), 16, r.y + r.height / 2);
+      const label = ellipsize(ctx, r.group, GUTTER - 24);
+      ctx.fillText(label, 16, r.y + r.height / 2);
+      this.labels.push(label);
     }
     for (const r of this.memRows) {
       const series = this.memory.get(r.device);
@@ -497,6 +503,9 @@ export class Timeline {
     }
     return null;
   }
+
+  // The text of the event and track labels the last frame drew (on the canvas: text, never markup).
+  drawnLabels(): string[] { return [...this.labels]; }
 
   highlightedOn(layer: string): number {
     let n = 0;

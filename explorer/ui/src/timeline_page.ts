@@ -2,9 +2,7 @@
 // selected event, or statistics of the selected range).
 import { api, type EventBrief, type EventDetails } from './api';
 import { renderDetails, renderRange } from './details';
-import { layerSwatch } from './colors';
 import { escapeHtml as h } from './format';
-import { currentTheme } from './theme';
 import { Timeline } from './timeline';
 import { zoomAt } from './viewport';
 
@@ -15,7 +13,7 @@ export async function renderTimelinePage(host: HTMLElement, req: TimelineRequest
   // without allocator events has none.
   const [tracks, memory] = await Promise.all([api.tracks(req.id), api.memory(req.id).catch(() => undefined)]);
   const legend = (['framework', 'runtime', 'device'] as const)
-    .map((l) => `<span class="legend"><span class="dot" style="background:${layerSwatch(l, currentTheme())}"></span>${l}</span>`).join('');
+    .map((l) => `<span class="legend"><span class="dot dot-${l}"></span>${l}</span>`).join('');
   host.innerHTML = `
     <section class="page timeline-page">
       <div class="toolbar">

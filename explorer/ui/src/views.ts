@@ -1,5 +1,6 @@
 // The profiles list, the summary and the operator table.
 import { api, type OpRow, type ProfileEntry, type Summary } from './api';
+import { applyWidths, widthPct } from './dom';
 import { escapeHtml as h, formatBytes, formatCount, formatDuration, formatGBps, formatPct } from './format';
 import { rooflineSvg } from './roofline';
 import { renderTable, type Column } from './table';
@@ -68,12 +69,13 @@ export function renderSummary(host: HTMLElement, id: number, s: Summary, go: (ha
       <div id="roofline">${rooflineSvg(s.roofline)}</div>
       <div class="two-col">
         <div><h2>Device cores</h2><div class="bars">${s.cores.map((c) => `
-          <div class="bar-row"><span class="bar-label">${h(c.name)}</span><div class="bar"><div style="width:${(c.utilization * 100).toFixed(1)}%"></div></div>
+          <div class="bar-row"><span class="bar-label">${h(c.name)}</span><div class="bar"><div data-width="${widthPct(c.utilization)}"></div></div>
           <span class="bar-value">${formatPct(c.utilization)}</span></div>`).join('')}</div>
           <h2>Top ops</h2><div id="top-ops"></div></div>
         <div><h2>Kernels: achieved bandwidth</h2><div id="kernels"></div></div>
       </div>
     </section>`;
+  applyWidths(host);
   renderTable(host.querySelector('#kernels')!, {
     rows: s.kernels, filterFields: ['name'], sortKey: 'device_ns', placeholder: 'Filter kernels',
     columns: [
@@ -99,7 +101,7 @@ export function renderSummary(host: HTMLElement, id: number, s: Summary, go: (ha
 }
 
 const peakBar = (f: number) =>
-  `<span class="mini-bar"><span style="width:${Math.min(100, f * 100).toFixed(0)}%"></span></span> ${formatPct(f)}`;
+  `<span class="mini-bar"><span data-width="${widthPct(f, 0)}"></span></span> ${formatPct(f)}`;
 
 export async function renderOps(host: HTMLElement, id: number, go: (hash: string) => void): Promise<void> {
   const t = await api.ops(id);

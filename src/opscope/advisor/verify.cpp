@@ -116,11 +116,11 @@ Verification verify(const prof::Trace& eager, const Advice& advice, const Verify
   // scopes (profiles older than those scopes: every place its fused runs occur).
   std::map<std::string, const char*> scope_of;
   for (const auto& r : models::llama_regions()) scope_of[r.name] = r.scope;
-  const std::string peaks = profile_peaks(eager);
+  const std::optional<analysis::Peaks> peaks = recorded_peaks(eager);
   auto predict = [&](const prof::Trace& t, const std::string& name) {
     double saved = 0;
     AdviseOptions ao;
-    ao.peaks_json = peaks;
+    ao.peaks = peaks;
     if (has_scope(t, scope_of[name])) {
       ao.within = scope_of[name];
       for (const Suggestion& s : advise(t, ao).suggestions) saved += s.predicted_saved_ns;

@@ -42,7 +42,7 @@ Verification verify_rmsnorm(const prof::Trace& naive, const Advice& advice, cons
 
   Verification v;
   v.workload = fmt::format("RMSNorm {}x{} {}, {} calls per run", rows, hidden, w.value("dtype", "f32"), iters);
-  const std::string peaks = profile_peaks(naive);
+  const std::optional<analysis::Peaks> peaks = recorded_peaks(naive);
   // The top suggestions: the RMSNorm one is checked against each fix; others have no
   // fix this case study can apply.
   const Suggestion* norm = nullptr;
@@ -76,7 +76,7 @@ Verification verify_rmsnorm(const prof::Trace& naive, const Advice& advice, cons
     p.stop();
     if (predicted) {
       AdviseOptions ao;
-      ao.peaks_json = peaks;
+      ao.peaks = peaks;
       *predicted = 0;
       for (const Suggestion& s : advise(p.trace(), ao).suggestions)
         if (s.pattern == norm->pattern) *predicted += s.predicted_saved_ns;

@@ -1,5 +1,7 @@
 #include "opscope/analysis/roofline.h"
 
+#include "opscope/analysis/peaks.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,35 +62,7 @@ std::string Roofline::format_fraction(double f) {
   return f > kAboveRoof ? std::string("above roof") : fmt::format("{:.1f}%", 100 * f);
 }
 
-namespace {
-
-double number(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? std::max(0.0, j[key].get<double>()) : 0.0;
-}
-
-}  // namespace
-
-Roofline roofline_from_config(std::string_view config_json) {
-  Roofline r;
-  if (config_json.empty()) return r;
-  auto cfg = nlohmann::json::parse(config_json, nullptr, false);
-  if (!cfg.is_object()) return r;
-  if (cfg.contains("device_peaks") && cfg["device_peaks"].is_object()) {
-    const auto& p = cfg["device_peaks"];
-    r.peak_gbps = number(p, "stream_gbps");
-    if (r.peak_gbps == 0) r.peak_gbps = number(p, "copy_gbps");  // probes before the levels
-    r.peak_gflops = number(p, "matmul_gflops");
-    r.spread = number(p, "spread");
-    if (p.contains("levels") && p["levels"].is_array())
-      for (const auto& l : p["levels"])
-        if (l.is_object() && number(l, "working_set_bytes") > 0 && number(l, "gbps") > 0)
-          r.levels.push_back({number(l, "working_set_bytes"), number(l, "gbps"), number(l, "store_gbps")});
-    std::sort(r.levels.begin(), r.levels.end(),
-              [](const Roofline::Level& a, const Roofline::Level& b) { return a.working_set < b.working_set; });
-  }
-  if (r.peak_gbps == 0) r.peak_gbps = number(cfg, "peak_gbps");
-  return r;
-}
+Roofline roofline_from_config(std::string_view config_json) { return Peaks::from_config(config_json).roofline(); }
 
 std::string with_device_peaks(std::string_view config_json, std::string_view peaks_json) {
   auto peaks = nlohmann::ordered_json::parse(peaks_json, nullptr, false);

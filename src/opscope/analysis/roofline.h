@@ -47,9 +47,9 @@ struct Roofline {
 };
 constexpr double kAboveRoof = 1.05;  // noise allowance before a point is flagged
 
-// From a trace's config JSON: "device_peaks" {stream_gbps or copy_gbps, matmul_gflops,
-// levels, spread}, else a bare "peak_gbps" (no compute roof). Unknown or malformed: a
-// Roofline with zeros.
+// From a trace's config JSON (Peaks::from_config(...).roofline(), peaks.h): "device_peaks"
+// {stream_gbps or copy_gbps, matmul_gflops, levels, spread}, else a bare "peak_gbps" (no
+// compute roof). Unknown or malformed: a Roofline with zeros.
 Roofline roofline_from_config(std::string_view config_json);
 
 // `config_json` with its "device_peaks" (and "peak_gbps") replaced by `peaks_json`

@@ -414,7 +414,7 @@ bool CudaDevice::retire(Stream& s, Lane& lane) {
 bool CudaDevice::idle() {
   int n = num_streams();
   for (int i = 0; i < n; ++i)
-    if (!lanes_[i].inflight.empty() || stream(i).has_queued()) return false;
+    if (!lanes_[i].inflight.empty() || (!stream(i).engine() && stream(i).has_queued())) return false;
   return true;
 }
 
@@ -428,6 +428,7 @@ void CudaDevice::scheduler_loop() {
     int n = num_streams();
     for (int i = 0; i < n; ++i) {
       Stream& s = stream(i);
+      if (s.engine()) continue;  // its own engine runs it
       did |= retire(s, lanes_[i]);
       did |= issue(s, lanes_[i]);
     }

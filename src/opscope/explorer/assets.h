@@ -21,7 +21,10 @@ namespace opscope::explorer {
 // The asset at exactly `path`, or nullptr. Paths are looked up, never opened: no traversal.
 const opscope_ui_asset* find_ui_asset(std::string_view path);
 
-// The page served at / when the UI was not built.
+// The page served at / when the UI was not built, and its style sheet at kNotBuiltCss
+// (a file, not inline: the Content-Security-Policy allows no inline style).
 std::string_view ui_not_built_page();
+inline constexpr const char* kNotBuiltCss = "/opscope-not-built.css";
+std::string_view ui_not_built_css();
 
 }  // namespace opscope::explorer

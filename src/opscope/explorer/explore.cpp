@@ -48,9 +48,9 @@ int explore_main(const std::vector<std::string>& dirs, const ExploreOptions& opt
     int port = server.bind();
     if (port != options.port && options.port != 0)
       log << fmt::format("opscope explore: port {} is in use, serving on {}\n", options.port, port);
-    if (options.host != "127.0.0.1" && options.host != "localhost" && options.host != "::1")
+    if (!server.token().empty())
       log << "opscope explore: listening on " << options.host
-          << ": anyone who can reach this address can read these profiles\n";
+          << ": API requests need the access token in the URL below (keep it private)\n";
     log << "opscope explore: " << server.url() << "  (Ctrl-C to stop)" << std::endl;
     server.run();
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@ namespace opscope::explorer {
 
 struct ExploreOptions {
   std::string host = "127.0.0.1";  // loopback only unless the user opts in (--host)
+  std::string token;               // required on /api/ requests when set; another host gets a random one
   int port = 8642;                 // 0: any free port
   bool next_free_port = false;     // port taken: try the next ones (the CLI's default port)
   double requests_per_second = 100;  // per client; <= 0 disables the limit

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "opscope/core/error.h"
+#include "opscope/explorer/access.h"
 #include "opscope/explorer/api.h"
 #include "opscope/explorer/assets.h"
 #include "opscope/explorer/rate_limit.h"
@@ -27,19 +28,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kPortTries = 32;  // ports tried after the default one is taken
-
-bool is_loopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-// The Host header's name part: "localhost:8642" → "localhost", "[::1]:80" → "::1".
-std::string host_name(const std::string& header) {
-  if (!header.empty() && header[0] == '[') {
-    size_t close = header.find(']');
-    return close == std::string::npos ? header : header.substr(1, close - 1);
-  }
-  return header.substr(0, header.find(':'));
-}
 
 std::string_view trim(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -139,58 +127,119 @@ std::string bind_failure(const std::string& host, int port) {
   return fmt::format("cannot listen on {}:{}: {}", host, port, err ? std::strerror(err) : "not available");
 }
 
+// What every answer carries, error pages included (httplib adds them to each response
+// before routing): no MIME sniffing, no framing, no referrer (a token in the page's URL
+// stays on this server), and a policy that runs only the UI's own script and styles, so
+// a name in a profile that slipped into the page as HTML could still run nothing.
+httplib::Headers security_headers() {
+  return {{"X-Content-Type-Options", "nosniff"},
+          {"X-Frame-Options", "DENY"},
+          {"Referrer-Policy", "no-referrer"},
+          {"Content-Security-Policy",
+           "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"}};
+}
+
+bool is_api_path(const std::string& path) { return path.rfind("/api/", 0) == 0 || path == "/api"; }
+
+// httplib's request parsing and routing, given one connection's bytes from memory.
+class HttpServer : public httplib::Server {
+ public:
+  std::string answer(std::string_view bytes) {
+    MemoryStream stream(bytes);
+    bool closed = false;
+    // Several requests on one connection, as keep-alive reads them, until it closes.
+    for (int i = 0; i < 16 && !closed && stream.is_readable(); ++i)
+      if (!process_request(stream, false, closed, nullptr)) break;
+    return std::move(stream.out);
+  }
+
+ private:
+  struct MemoryStream final : httplib::Stream {
+    explicit MemoryStream(std::string_view in) : in(in) {}
+    bool is_readable() const override { return at < in.size(); }
+    bool is_writable() const override { return true; }
+    ssize_t read(char* ptr, size_t size) override {
+      size_t n = std::min(size, in.size() - at);
+      std::memcpy(ptr, in.data() + at, n);
+      at += n;
+      return ssize_t(n);
+    }
+    ssize_t write(const char* ptr, size_t size) override {
+      out.append(ptr, size);
+      return ssize_t(size);
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 40000; }
+    void get_local_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 8642; }
+    socket_t socket() const override { return INVALID_SOCKET; }
+    std::string_view in;
+    size_t at = 0;
+    std::string out;
+  };
+};
+
 }  // namespace
 
 struct ExplorerServer::Impl {
   Impl(std::vector<ProfilePtr> profiles, ExploreOptions opts)
       : api(std::move(profiles)), options(std::move(opts)),
-        limiter(options.requests_per_second, options.burst) {}
+        limiter(options.requests_per_second, options.burst) {
+    if (options.token.empty() && !is_loopback_bind(options.host)) options.token = new_access_token();
+  }
   ExplorerApi api;
   ExploreOptions options;
   RateLimiter limiter;
-  httplib::Server http;
+  HttpServer http;
   int port = -1;
+
+  httplib::Server::HandlerResponse refuse(const httplib::Request& req, httplib::Response& res, int status,
+                                          const std::string& why) {
+    send_json(req, res, status, {{"error", why}});
+    return httplib::Server::HandlerResponse::Handled;
+  }
 
   httplib::Server::HandlerResponse guard(const httplib::Request& req, httplib::Response& res) {
     if (req.method != "GET" && req.method != "HEAD") {
       res.set_header("Allow", "GET, HEAD");
-      send_json(req, res, 405, {{"error", "only GET is served"}});
-      return httplib::Server::HandlerResponse::Handled;
+      return refuse(req, res, 405, "only GET is served");
     }
-    if (req.target.size() > options.max_target_bytes) {
-      send_json(req, res, 414, {{"error", "request target too long"}});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (is_loopback(options.host) && req.has_header("Host") &&
-        !is_loopback(host_name(req.get_header_value("Host")))) {
-      send_json(req, res, 403, {{"error", "this server answers only to localhost"}});
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    if (req.target.size() > options.max_target_bytes) return refuse(req, res, 414, "request target too long");
+    // HTTP/1.1 wants exactly one Host (RFC 9112 3.2); without one nothing says whom the
+    // browser thought it was talking to.
+    if (req.get_header_value_count("Host") != 1) return refuse(req, res, 400, "a request needs one Host header");
+    if (is_loopback_bind(options.host) && !is_local_host_header(req.get_header_value("Host"), port))
+      return refuse(req, res, 403, "this server answers only to 127.0.0.1, localhost or [::1]");
     if (!limiter.allow(req.remote_addr)) {
       res.set_header("Retry-After", "1");
-      send_json(req, res, 429, {{"error", "too many requests"}});
-      return httplib::Server::HandlerResponse::Handled;
+      return refuse(req, res, 429, "too many requests");
+    }
+    if (!options.token.empty() && is_api_path(req.path) &&
+        !token_equal(request_token(req.get_param_value("token"), req.get_header_value("Authorization")),
+                     options.token)) {
+      res.set_header("WWW-Authenticate", "token");
+      return refuse(req, res, 401, "this explorer needs its access token: open the URL `opscope explore` printed "
+                                   "(it ends in ?token=...)");
     }
     return httplib::Server::HandlerResponse::Unhandled;
   }
 
   void handle(const httplib::Request& req, httplib::Response& res) {
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Referrer-Policy", "no-referrer");
-    if (req.path.rfind("/api/", 0) == 0 || req.path == "/api") {
+    if (is_api_path(req.path)) {
       ApiResponse r = api.get(req.path, req.params);
       send_json(req, res, r.status, r.body);
       return;
     }
     const std::string path = req.path == "/" ? "/index.html" : req.path;
-    res.set_header("Content-Security-Policy",
-                   "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:");
     if (const opscope_ui_asset* a = find_ui_asset(path)) {
       send_body(req, res, std::string(reinterpret_cast<const char*>(a->data), a->size), a->content_type);
       return;
     }
     if (path == "/index.html") {
       send_body(req, res, std::string(ui_not_built_page()), "text/html; charset=utf-8");
+      return;
+    }
+    if (path == kNotBuiltCss) {
+      send_body(req, res, std::string(ui_not_built_css()), "text/css; charset=utf-8");
       return;
     }
     res.status = 404;
@@ -205,6 +254,7 @@ ExplorerServer::ExplorerServer(std::vector<ProfilePtr> profiles, ExploreOptions 
   s.set_payload_max_length(impl_->options.max_body_bytes);
   s.set_read_timeout(5, 0);
   s.set_write_timeout(10, 0);
+  s.set_default_headers(security_headers());
   s.set_pre_routing_handler([this](const auto& req, auto& res) { return impl_->guard(req, res); });
   s.Get(".*", [this](const auto& req, auto& res) { impl_->handle(req, res); });
   s.set_exception_handler([](const auto& req, auto& res, std::exception_ptr) {
@@ -239,7 +289,12 @@ void ExplorerServer::stop() {
 std::string ExplorerServer::url() const {
   const std::string& h = impl_->options.host;
   std::string shown = h == "0.0.0.0" ? "127.0.0.1" : h.find(':') != std::string::npos ? "[" + h + "]" : h;
-  return "http://" + shown + ":" + std::to_string(impl_->port) + "/";
+  std::string u = "http://" + shown + ":" + std::to_string(impl_->port) + "/";
+  return impl_->options.token.empty() ? u : u + "?token=" + impl_->options.token;
 }
+
+const std::string& ExplorerServer::token() const { return impl_->options.token; }
+
+std::string ExplorerServer::answer(std::string_view request) { return impl_->http.answer(request); }
 
 }  // namespace opscope::explorer

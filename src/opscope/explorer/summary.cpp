@@ -4,6 +4,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "opscope/analysis/peaks.h"
 #include "opscope/explorer/recommend.h"
 
 namespace opscope::explorer {
@@ -58,14 +59,7 @@ json roofline_points(const Profile& p) {
 }  // namespace
 
 double stated_peak_gbps(const prof::Trace& trace) {
-  try {
-    if (!trace.config_json.empty()) {
-      json cfg = json::parse(trace.config_json);
-      if (cfg.is_object() && cfg.contains("peak_gbps") && cfg["peak_gbps"].is_number())
-        return cfg["peak_gbps"].get<double>();
-    }
-  } catch (const std::exception&) {
-  }
+  if (double gbps = analysis::profile_peaks(trace).memory_gbps; gbps > 0) return gbps;
   static const std::regex re(R"(([0-9]+(?:\.[0-9]+)?)\s*GB/s)");
   for (const auto& d : trace.devices) {
     std::smatch m;
@@ -114,19 +108,43 @@ json summarize(const Profile& p) {
   s["device_core_ns"] = core_ns;     // summed over cores
   s["cores"] = std::move(cores);
 
-  // Achieved bandwidth per kernel name.
+  // Achieved bandwidth per kernel name: the device work itself (kernel events, by the
+  // kernel's name), never the runtime calls that launched it (an imported trace's
+  // launches are cudaLaunchKernel, cudaMemcpyAsync...). A launch's slices on several
+  // cores are one span, its bytes and flops the launch's where it has a launch event.
   struct K { int64_t launches = 0, ns = 0, bytes = 0, flops = 0; };
-  std::unordered_map<std::string_view, K> by_name;
+  struct Span { std::string_view name; int64_t t0, t1, bytes, flops; };
+  std::unordered_map<uint64_t, size_t> span_of;
+  std::vector<Span> spans;
   for (uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev[i].kind != EventKind::launch) continue;
-    K& k = by_name[ev[i].name];
+    const prof::TraceEvent& e = ev[i];
+    if (e.kind != EventKind::kernel) continue;
+    auto [it, fresh] = e.id ? span_of.try_emplace(e.id, spans.size()) : std::pair{span_of.end(), true};
+    if (fresh) {
+      spans.push_back({e.name, e.t0, e.t1, e.bytes, e.flops});
+      continue;
+    }
+    Span& sp = spans[it->second];
+    sp.t0 = std::min(sp.t0, e.t0), sp.t1 = std::max(sp.t1, e.t1);
+    sp.bytes += e.bytes, sp.flops += e.flops;
+  }
+  std::unordered_map<uint64_t, uint32_t> launch_of;
+  for (uint32_t i = 0; i < ev.size(); ++i)
+    if (ev[i].kind == EventKind::launch && ev[i].id) launch_of.try_emplace(ev[i].id, i);
+  std::unordered_map<std::string_view, K> by_name;
+  for (auto& [id, at] : span_of)
+    if (auto l = launch_of.find(id); l != launch_of.end())  // the launch's figures win, as in key_averages
+      spans[at].bytes = ev[l->second].bytes, spans[at].flops = ev[l->second].flops;
+  for (const Span& sp : spans) {
+    K& k = by_name[sp.name];
     ++k.launches;
-    k.ns += p.correlation().launch_device_ns(i);
-    k.bytes += ev[i].bytes;
-    k.flops += ev[i].flops;
+    k.ns += sp.t1 - sp.t0;
+    k.bytes += sp.bytes;
+    k.flops += sp.flops;
   }
   double peak = stated_peak_gbps(trace);
-  std::string peak_source = peak > 0 ? "device" : "best observed";
+  const analysis::Peaks peaks = analysis::profile_peaks(trace);
+  std::string peak_source = peak <= 0 ? "best observed" : peaks.datasheet() ? "datasheet: " + peaks.model : "device";
   if (peak <= 0)
     for (auto& [name, k] : by_name) peak = std::max(peak, gbps(k.bytes, k.ns));
   json kernels = json::array();

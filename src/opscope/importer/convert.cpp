@@ -84,7 +84,11 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
   LaunchRule rule = detect_launch_rule(t, self_referencing);
   rep.format = format_of(t, rule, self_referencing);
   rep.launch_rule = launch_rule_name(rule);
-  if (!t.gpus.empty()) rep.gpu_name = t.gpus.front().name;
+  if (!t.gpus.empty()) {
+    rep.gpu_name = t.gpus.front().name;
+    rep.gpu_memory = t.gpus.front().total_memory;
+    rep.gpu_sms = t.gpus.front().num_sms;
+  }
   Warnings warn = t.warnings;
   const int64_t shift = clock_origin(t, earliest_ts(t)) - out.base_time_ns;
 
@@ -217,8 +221,8 @@ FileReport append_trace(const RawTrace& t, prof::Trace& out, AppendContext& ctx,
     if (e.ph == 'f' && p.second < 0) p.second = int32_t(e.index);
   }
   for (auto& [id, p] : flows) {
-    if (p.first >= 0 && p.second < 0) warn.add("flow starts (ph s) with no finish (ignored)", p.first);
-    if (p.second >= 0 && p.first < 0) warn.add("flow finishes (ph f) with no start (ignored)", p.second);
+    rep.flows_without_finish += p.first >= 0 && p.second < 0;
+    rep.flows_without_start += p.second >= 0 && p.first < 0;
   }
 
   // Ids: every scope an op id; each launch a launch id that its first GPU event shares.

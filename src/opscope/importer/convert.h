@@ -25,7 +25,12 @@ struct FileReport {
   int64_t rank = -1, world_size = 0;
   std::string backend;
   std::string gpu_name;     // the first GPU's name from deviceProperties ("" if none)
+  int64_t gpu_memory = 0, gpu_sms = 0;  // its totalGlobalMem and numSms (0 if not given)
   int64_t ops = 0, launches = 0, gpu_events = 0, gpu_events_without_launch = 0, memory_events = 0;
+  // Flows whose partner lies outside the window: Kineto's normal edge (a launch before
+  // the window whose kernel ran inside it, a kernel that ran after it). Counted, not
+  // warned about per file: import_traces sums them into one line.
+  int64_t flows_without_start = 0, flows_without_finish = 0;
   std::vector<std::string> warnings;
 };
 

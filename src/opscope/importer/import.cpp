@@ -9,6 +9,7 @@
 #include "opscope/core/error.h"
 #include "opscope/importer/convert.h"
 #include "opscope/importer/gpu_peaks.h"
+#include "opscope/importer/job.h"
 #include "opscope/importer/kineto_reader.h"
 #include "opscope/importer/trace_file.h"
 #include "opscope/profiler/store.h"
@@ -31,7 +32,9 @@ std::vector<std::string> trace_files_in(const std::string& dir) {
   return files;
 }
 
-std::vector<std::string> expand(const std::vector<std::string>& paths) {
+}  // namespace
+
+std::vector<std::string> trace_files(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -45,13 +48,29 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
   return files;
 }
 
+std::string unmatched_flows_note(int64_t without_start, int64_t without_finish, int64_t in_files, int64_t of_files) {
+  if (without_start <= 0 && without_finish <= 0) return "";
+  std::string what;
+  if (without_start > 0) what = fmt::format("{} flow end{} (ph f) whose start lies before the window", without_start, without_start == 1 ? "" : "s");
+  if (without_finish > 0)
+    what += fmt::format("{}{} flow start{} (ph s) whose end lies after it", what.empty() ? "" : " and ", without_finish,
+                        without_finish == 1 ? "" : "s");
+  std::string where = of_files > 1 ? fmt::format(", in {} of {} files", in_files, of_files) : "";
+  return what + where + ": Kineto's normal edge of the recording window (ignored)";
+}
+
+namespace {
+
 // The datasheet peaks of a GPU in gpu_peaks.h's table, as config JSON ("" if unknown).
-std::string datasheet_peaks(const std::string& gpu) {
-  std::optional<GpuPeaks> known = gpu_peaks(gpu);
+std::string datasheet_peaks(const FileReport& r) {
+  std::optional<GpuPeaks> known = gpu_peaks(r.gpu_name, r.gpu_memory, r.gpu_sms);
   if (!known) return "";
-  return peaks_json(*known, gpu,
-                    fmt::format("datasheet figures for {} (opscope's GPU table; --peak-gbps / --peak-gflops "
-                                "override them)", known->model));
+  std::string seen = r.gpu_memory > 0 ? fmt::format(", {:.1f} GiB", double(r.gpu_memory) / double(int64_t(1) << 30)) : "";
+  if (r.gpu_sms > 0) seen += fmt::format(", {} SMs", r.gpu_sms);
+  return peaks_json(*known, r.gpu_name,
+                    fmt::format("datasheet figures for {} (opscope's GPU table, from deviceProperties: {}{}; "
+                                "--peak-gbps / --peak-gflops override them)",
+                                known->model, r.gpu_name, seen));
 }
 
 // Into (t0, kind) order, stably. Sorting small keys and moving each event once is
@@ -96,7 +115,7 @@ void sort_events(std::vector<prof::TraceEvent>& events) {
 }  // namespace
 
 ImportResult import_traces(const std::vector<std::string>& paths, const ImportOptions& options) {
-  std::vector<std::string> files = expand(paths);
+  std::vector<std::string> files = trace_files(paths);
   std::vector<RawTrace> raws;
   raws.reserve(files.size());
   for (const std::string& f : files) raws.push_back(read_kineto(f));
@@ -124,6 +143,7 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
     ctx.prefix = many ? fmt::format("rank {} ", ranks[i]) : "";
     size_t before = trace.events.size();
     reports.push_back(append_trace(raws[i], trace, ctx, many ? ranks[i] : -1));
+    reports.back().rank = ranks[i];  // a lone file's distributedInfo rank too (its tracks stay rank -1)
     raws[i] = RawTrace{};  // its events are in the trace now
     // JSON with nothing to show would open as an empty profile that looks like a working one.
     if (trace.events.size() == before)
@@ -147,6 +167,16 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
       result.warnings.push_back(fmt::format("{}: {}", r.file, w));
       warnings.push_back(result.warnings.back());
     }
+    result.flows_without_start += r.flows_without_start;
+    result.flows_without_finish += r.flows_without_finish;
+    result.files_with_unmatched_flows += r.flows_without_start + r.flows_without_finish > 0;
+  }
+  result.files = int64_t(reports.size());
+  std::string flows = unmatched_flows_note(result.flows_without_start, result.flows_without_finish,
+                                           result.files_with_unmatched_flows, result.files);
+  if (!flows.empty()) {
+    result.warnings.push_back(reports.size() == 1 ? reports.front().file + ": " + flows : flows);
+    warnings.push_back(result.warnings.back());
   }
   from["ranks"] = per;
   from["warnings"] = warnings;
@@ -156,7 +186,7 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
   bool shapes = std::any_of(trace.events.begin(), trace.events.end(),
                             [](const prof::TraceEvent& e) { return e.kind == prof::EventKind::op && !e.shapes.empty(); });
   cfg["record_shapes"] = shapes;
-  std::string peaks = datasheet_peaks(reports.front().gpu_name);
+  std::string peaks = datasheet_peaks(reports.front());
   if (!peaks.empty()) {
     auto p = nlohmann::ordered_json::parse(peaks);
     cfg["device_peaks"] = p;
@@ -196,6 +226,7 @@ bool is_trace_path(const std::string& path) {
 }
 
 prof::Trace load_profile_or_trace(const std::string& path, std::vector<std::string>* warnings) {
+  if (is_job_dir(path)) return load_job(path, warnings);
   if (!is_trace_path(path)) return prof::load_profile(path);
   ImportResult r = import_traces({path});
   if (warnings) *warnings = std::move(r.warnings);

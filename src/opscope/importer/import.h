@@ -25,7 +25,18 @@ struct ImportResult {
   prof::Trace trace;
   std::string format;                 // of the first file ("kineto-2024", ...)
   std::vector<std::string> warnings;  // "<file>: 3 events with no ts skipped (first: event 17)"
+  // Flows whose partner lies outside the window (Kineto's normal edge), over all files;
+  // the last warning says so in one line when there are any (unmatched_flows_note).
+  int64_t flows_without_start = 0, flows_without_finish = 0, files_with_unmatched_flows = 0, files = 0;
 };
+
+// "12 flow ends (ph f) whose start lies before the window and 3 flow starts (ph s) whose
+// end lies after it, in 2 of 8 files: Kineto's normal edge (ignored)"; "" for none.
+std::string unmatched_flows_note(int64_t without_start, int64_t without_finish, int64_t in_files, int64_t of_files);
+
+// The trace files `paths` name: files as given, folders as every *.json / *.json.gz in
+// them, sorted. Errors "[import] ..." for an unlistable folder, or one without traces.
+std::vector<std::string> trace_files(const std::vector<std::string>& paths);
 
 // `paths`: trace files, or folders of per-rank trace files (every *.json / *.json.gz
 // in it, sorted). More than one file: one rank each (distributedInfo's rank, else the
@@ -42,7 +53,8 @@ void override_peaks(prof::Trace& trace, double gbps, double gflops);
 bool is_trace_path(const std::string& path);
 
 // What `opscope table|explore|diff|advise` open: a saved profile (folder or profile.db,
-// prof::load_profile) or a trace / folder of traces, imported in memory. Import warnings
+// prof::load_profile), a distributed job's folder of rank-N profiles (job.h), or a trace /
+// folder of traces, imported in memory. Import warnings
 // go to `warnings` when given.
 prof::Trace load_profile_or_trace(const std::string& path, std::vector<std::string>* warnings = nullptr);
 

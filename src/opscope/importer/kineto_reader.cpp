@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -97,9 +98,46 @@ double real(od::value& v, double none) {
 // A time in µs as ns: integers exactly, floats rounded to the ns. False when no number
 // or beyond ±4e15 µs (year 2096 since the epoch): sums of times stay inside int64.
 constexpr int64_t kMaxMicros = 4'000'000'000'000'000;
+
+// A time written as a string ("ts": "1700000000123456.789": writers that keep every digit
+// of an epoch time, which a double would round to 256 ns; Perfetto reads them too): the
+// whole µs exactly, the fraction rounded to the ns. Exponent forms go through a double.
+bool micros_text(std::string_view s, int64_t& ns) {
+  if (s.find_first_of("eE") != std::string_view::npos) {
+    double d = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(d) || std::abs(d) > double(kMaxMicros))
+      return false;
+    ns = std::llround(d * 1000.0);
+    return true;
+  }
+  const bool negative = !s.empty() && s[0] == '-';
+  if (negative) s.remove_prefix(1);
+  size_t dot = s.find('.');
+  std::string_view whole = s.substr(0, dot), frac = dot == std::string_view::npos ? "" : s.substr(dot + 1);
+  if (whole.empty() && frac.empty()) return false;
+  int64_t us = 0;
+  if (!whole.empty()) {
+    auto [end, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), us);
+    if (ec != std::errc() || end != whole.data() + whole.size() || us > kMaxMicros) return false;
+  }
+  int64_t part = 0;  // the fraction in ns, rounded half up on its fourth digit
+  for (size_t i = 0; i < frac.size(); ++i) {
+    if (frac[i] < '0' || frac[i] > '9') return false;
+    if (i < 3) part = part * 10 + (frac[i] - '0');
+    if (i == 3 && frac[i] >= '5') ++part;
+  }
+  for (size_t i = frac.size(); i < 3; ++i) part *= 10;
+  ns = (us * 1000 + part) * (negative ? -1 : 1);
+  return true;
+}
+
 bool micros(od::value& v, int64_t& ns) {
   od::number n;
-  if (v.get_number().get(n) != simdjson::SUCCESS) return false;
+  if (v.get_number().get(n) != simdjson::SUCCESS) {
+    std::string_view s;
+    return v.get_string().get(s) == simdjson::SUCCESS && micros_text(s, ns);
+  }
   if (n.is_int64()) {
     int64_t us = n.get_int64();
     if (us > kMaxMicros || us < -kMaxMicros) return false;
@@ -141,11 +179,17 @@ std::string_view dtype_name(std::string_view t) {
   return t;
 }
 
+// Lists nested deeper than this in an event's args (torch writes two levels: a
+// TensorList's dims) are an error, not a recursion as deep as the file is.
+constexpr int kMaxListDepth = 32;
+struct ListTooDeep {};
+
 // A JSON list as text: "[4,4096]" → "(4, 4096)" with open '(' close ')' and ", ";
 // nested lists (a TensorList's dims) likewise; scalars as written.
-std::string list_text(od::value& v, char open, char close, const char* sep) {
+std::string list_text(od::value& v, char open, char close, const char* sep, int depth = 0) {
   od::array a;
   if (v.get_array().get(a) != simdjson::SUCCESS) return std::string(token(v));
+  if (depth >= kMaxListDepth) throw ListTooDeep{};
   std::string out(1, open);
   bool first = true;
   for (auto er : a) {
@@ -153,7 +197,7 @@ std::string list_text(od::value& v, char open, char close, const char* sep) {
     if (std::move(er).get(x) != simdjson::SUCCESS) break;
     if (!first) out += sep;
     first = false;
-    out += list_text(x, open, close, sep);
+    out += list_text(x, open, close, sep, depth + 1);
   }
   return out + close;
 }
@@ -244,7 +288,10 @@ class Reader final : public TraceParts {
     if (auto e = v.get_object().get(obj)) {
       if (t_.legacy_array && index == 0)
         fail("import", "{}: not a torch.profiler trace: the array's first element is not an event object", t_.file);
-      bad_event(index, e);
+      if (e != simdjson::INCORRECT_TYPE) bad_event(index, e);
+      // A number, string, null or list among the events (a writer's stray value): no event.
+      t_.warnings.add("values that are no event object skipped", index);
+      return;
     }
     RawEvent r;
     r.index = uint32_t(index);
@@ -254,87 +301,91 @@ class Reader final : public TraceParts {
     std::vector<std::string> dim_list, type_list;
     std::string grid, block, registers, shared, occupancy;
     std::string collective, msg_in, msg_out, msg_dtype, group;
-    for (auto fr : obj) {
-      od::field f;
-      if (auto e = std::move(fr).get(f)) bad_event(index, e);
-      std::string_view k = key_text(f);
-      od::value val = f.value();
-      if (is(k, "ph")) {
-        ph = token(val);
-      } else if (is(k, "ts")) {
-        has_ts = micros(val, r.ts);
-      } else if (is(k, "dur")) {
-        has_dur = true;
-        dur_ok = micros(val, r.dur);
-      } else if (is(k, "name")) {
-        std::string_view s;
-        if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
-        r.name = t_.strings.intern(s);
-      } else if (is(k, "cat")) {
-        std::string_view s;
-        if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
-        r.cat = cached(s, last_cat_, last_cat_id_);
-      } else if (is(k, "pid")) {
-        r.pid = cached(token(val), last_pid_, last_pid_id_);
-      } else if (is(k, "tid")) {
-        r.tid = cached(token(val), last_tid_, last_tid_id_);
-      } else if (is(k, "id")) {
-        r.flow_id = integer(val);
-      } else if (is(k, "args")) {
-        od::object args;
-        if (val.get_object().get(args) != simdjson::SUCCESS) continue;
-        for (auto ar : args) {
-          od::field a;
-          if (auto e = std::move(ar).get(a)) bad_event(index, e);
-          std::string_view ak = key_text(a);
-          od::value av = a.value();
-          if (is(ak, "correlation")) r.correlation = integer(av);
-          else if (is(ak, "External id")) r.external_id = integer(av);
-          else if (is(ak, "external id")) r.external_id_lower = integer(av);
-          else if (is(ak, "device")) r.device = integer(av);
-          else if (is(ak, "stream")) r.stream = integer(av);
-          else if (is(ak, "bytes")) r.bytes = integer(av);
-          else if (is(ak, "Bytes")) r.bytes = integer(av);
-          else if (is(ak, "memory bandwidth (GB/s)")) r.bandwidth_gbps = float(real(av, -1));
-          else if (is(ak, "Addr")) r.addr = integer(av);
-          else if (is(ak, "Total Allocated")) r.total_allocated = integer(av);
-          else if (is(ak, "Device Type")) r.device_type = int32_t(integer(av));
-          else if (is(ak, "Device Id")) r.device_id = int32_t(integer(av));
-          else if (is(ak, "Input Dims")) {
-            od::array dl;
-            if (av.get_array().get(dl) == simdjson::SUCCESS)
-              for (auto d : dl) {
-                od::value dv;
-                if (auto e = std::move(d).get(dv)) bad_event(index, e);
-                dim_list.push_back(list_text(dv, '(', ')', ", "));
-              }
-          } else if (is(ak, "Input type")) {
-            od::array tl;
-            if (av.get_array().get(tl) == simdjson::SUCCESS)
-              for (auto d : tl) {
-                od::value tv;
-                if (auto e = std::move(d).get(tv)) bad_event(index, e);
-                std::string_view s;
-                if (tv.get_string().get(s) != simdjson::SUCCESS) s = token(tv);
-                type_list.emplace_back(dtype_name(s));
-              }
-          } else if (is(ak, "grid")) grid = "grid " + list_text(av, '[', ']', ",") + " ";
-          else if (is(ak, "block")) block = "block " + list_text(av, '[', ']', ",") + " ";
-          else if (is(ak, "registers per thread")) registers = std::string(token(av)) + " registers/thread ";
-          else if (is(ak, "shared memory")) shared = std::string(token(av)) + " B shared ";
-          else if (is(ak, "est. achieved occupancy %")) occupancy = std::string(token(av)) + "% occupancy";
-          else if (is(ak, "Collective name")) collective = std::string(token(av));
-          else if (is(ak, "In msg nelems")) msg_in = fmt::format(", in {} elements", token(av));
-          else if (is(ak, "Out msg nelems")) msg_out = fmt::format(", out {} elements", token(av));
-          else if (is(ak, "dtype")) msg_dtype = fmt::format(", {}", token(av));
-          else if (is(ak, "Group size")) group = fmt::format(", group of {}", token(av));
-          else if (is(ak, "name")) {
-            std::string_view s;
-            if (av.get_string().get(s) != simdjson::SUCCESS) s = token(av);
-            meta_name = t_.strings.intern(s);
+    try {
+      for (auto fr : obj) {
+        od::field f;
+        if (auto e = std::move(fr).get(f)) bad_event(index, e);
+        std::string_view k = key_text(f);
+        od::value val = f.value();
+        if (is(k, "ph")) {
+          ph = token(val);
+        } else if (is(k, "ts")) {
+          has_ts = micros(val, r.ts);
+        } else if (is(k, "dur")) {
+          has_dur = true;
+          dur_ok = micros(val, r.dur);
+        } else if (is(k, "name")) {
+          std::string_view s;
+          if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
+          r.name = t_.strings.intern(s);
+        } else if (is(k, "cat")) {
+          std::string_view s;
+          if (val.get_string().get(s) != simdjson::SUCCESS) s = token(val);
+          r.cat = cached(s, last_cat_, last_cat_id_);
+        } else if (is(k, "pid")) {
+          r.pid = cached(token(val), last_pid_, last_pid_id_);
+        } else if (is(k, "tid")) {
+          r.tid = cached(token(val), last_tid_, last_tid_id_);
+        } else if (is(k, "id")) {
+          r.flow_id = integer(val);
+        } else if (is(k, "args")) {
+          od::object args;
+          if (val.get_object().get(args) != simdjson::SUCCESS) continue;
+          for (auto ar : args) {
+            od::field a;
+            if (auto e = std::move(ar).get(a)) bad_event(index, e);
+            std::string_view ak = key_text(a);
+            od::value av = a.value();
+            if (is(ak, "correlation")) r.correlation = integer(av);
+            else if (is(ak, "External id")) r.external_id = integer(av);
+            else if (is(ak, "external id")) r.external_id_lower = integer(av);
+            else if (is(ak, "device")) r.device = integer(av);
+            else if (is(ak, "stream")) r.stream = integer(av);
+            else if (is(ak, "bytes")) r.bytes = integer(av);
+            else if (is(ak, "Bytes")) r.bytes = integer(av);
+            else if (is(ak, "memory bandwidth (GB/s)")) r.bandwidth_gbps = float(real(av, -1));
+            else if (is(ak, "Addr")) r.addr = integer(av);
+            else if (is(ak, "Total Allocated")) r.total_allocated = integer(av);
+            else if (is(ak, "Device Type")) r.device_type = int32_t(integer(av));
+            else if (is(ak, "Device Id")) r.device_id = int32_t(integer(av));
+            else if (is(ak, "Input Dims")) {
+              od::array dl;
+              if (av.get_array().get(dl) == simdjson::SUCCESS)
+                for (auto d : dl) {
+                  od::value dv;
+                  if (auto e = std::move(d).get(dv)) bad_event(index, e);
+                  dim_list.push_back(list_text(dv, '(', ')', ", "));
+                }
+            } else if (is(ak, "Input type")) {
+              od::array tl;
+              if (av.get_array().get(tl) == simdjson::SUCCESS)
+                for (auto d : tl) {
+                  od::value tv;
+                  if (auto e = std::move(d).get(tv)) bad_event(index, e);
+                  std::string_view s;
+                  if (tv.get_string().get(s) != simdjson::SUCCESS) s = token(tv);
+                  type_list.emplace_back(dtype_name(s));
+                }
+            } else if (is(ak, "grid")) grid = "grid " + list_text(av, '[', ']', ",") + " ";
+            else if (is(ak, "block")) block = "block " + list_text(av, '[', ']', ",") + " ";
+            else if (is(ak, "registers per thread")) registers = std::string(token(av)) + " registers/thread ";
+            else if (is(ak, "shared memory")) shared = std::string(token(av)) + " B shared ";
+            else if (is(ak, "est. achieved occupancy %")) occupancy = std::string(token(av)) + "% occupancy";
+            else if (is(ak, "Collective name")) collective = std::string(token(av));
+            else if (is(ak, "In msg nelems")) msg_in = fmt::format(", in {} elements", token(av));
+            else if (is(ak, "Out msg nelems")) msg_out = fmt::format(", out {} elements", token(av));
+            else if (is(ak, "dtype")) msg_dtype = fmt::format(", {}", token(av));
+            else if (is(ak, "Group size")) group = fmt::format(", group of {}", token(av));
+            else if (is(ak, "name")) {
+              std::string_view s;
+              if (av.get_string().get(s) != simdjson::SUCCESS) s = token(av);
+              meta_name = t_.strings.intern(s);
+            }
           }
         }
       }
+    } catch (const ListTooDeep&) {
+      fail("import", "{}: event {}: its args hold lists nested deeper than {} levels", t_.file, index, kMaxListDepth);
     }
     if (ph.size() != 1) {
       t_.warnings.add(ph.empty() ? "events with no phase (ph) skipped" : fmt::format(kPhase, ph), index);

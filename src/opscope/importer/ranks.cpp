@@ -23,7 +23,7 @@ std::vector<int64_t> track_ranks(const prof::Trace& trace) {
 
 RankTable rank_table(const prof::Trace& trace) {
   std::vector<int64_t> of_track = track_ranks(trace);
-  if (of_track.empty()) fail("table", "--by-rank needs a profile imported from several ranks' traces");
+  if (of_track.empty()) fail("table", "--by-rank needs several ranks: a job folder of rank-N profiles, or several ranks' torch.profiler traces");
   RankTable t;
   for (int64_t r : of_track)
     if (r >= 0 && std::find(t.ranks.begin(), t.ranks.end(), r) == t.ranks.end()) t.ranks.push_back(r);

@@ -35,6 +35,7 @@ struct Ring {
   uint64_t tail_cache = 0;                    // last tail seen (a lower bound)
   std::atomic<uint64_t> dropped{0};           // events lost because the ring was full
   std::atomic<int32_t> core_track{-1};        // (device << 16) | core once it recorded a kernel
+                                              // (| kEngineTrack | stream for an engine's)
   std::atomic<bool> retired{false};           // the owner will never write again
 
   // ---- owned by the collector (under the registry lock) ----

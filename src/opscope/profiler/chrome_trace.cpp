@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "opscope/core/error.h"
+#include "opscope/profiler/collective.h"
 #include "opscope/profiler/stream_file.h"
 
 namespace opscope::prof {
@@ -432,6 +433,17 @@ class Writer {
     return w;
   }
 
+  // A communication kernel's description and its bandwidths as nccl-tests defines them
+  // (collective.h), in GB/s with three decimals.
+  static char* collective_args(char* w, const TraceEvent& e, const CollectiveInfo& c) {
+    w = put_json_string(arg(w, "collective"), e.shapes);
+    if (c.group_size > 0) w = put_int(arg(w, "group size"), c.group_size);
+    double algbw = algbw_gbps(e.bytes, e.t1 - e.t0);
+    w = put_us(arg(w, "algbw (GB/s)"), int64_t(algbw * 1e3 + 0.5));
+    if (double f = bus_factor(c.kind, c.group_size); f > 0) w = put_us(arg(w, "busbw (GB/s)"), int64_t(algbw * f * 1e3 + 0.5));
+    return w;
+  }
+
   void event(const TraceEvent& e) {
     char* w = s_.reserve(kEventBound + escaped_bound(e.name) + escaped_bound(e.shapes) +
                          escaped_bound(e.source));
@@ -507,6 +519,7 @@ class Writer {
         w = put_int(arg(w, "bytes"), e.bytes);
         w = put_int(arg(w, "flops"), e.flops);
         if (e.value > 0) w = put_us(arg(w, "memory bandwidth (GB/s)"), e.value);  // MB/s as GB/s, exactly
+        if (std::optional<CollectiveInfo> c = parse_collective(e.shapes)) w = collective_args(w, e, *c);
         w = lit(w, "}}");
         auto l = launch_of_.find(e.id);
         if (l != launch_of_.end()) {
@@ -517,6 +530,20 @@ class Writer {
       }
     }
     s_.commit(w);
+  }
+
+  // A rank of a distributed job (the config's "distributed", written by the opscope c10d
+  // backend): Kineto's top-level distributedInfo, which HTA and opscope's importer read.
+  void distributed_info(std::string& o) const {
+    if (t_.config_json.empty()) return;
+    auto cfg = nlohmann::json::parse(t_.config_json, nullptr, false);
+    if (!cfg.is_object() || !cfg.contains("distributed") || !cfg["distributed"].is_object()) return;
+    const nlohmann::json& d = cfg["distributed"];
+    nlohmann::json info = nlohmann::json::object();
+    for (const char* k : {"backend", "rank", "world_size"})
+      if (d.contains(k)) info[k] = d[k];
+    o += ",\n\"distributedInfo\":";
+    o += info.dump();
   }
 
   void other_data() {
@@ -568,7 +595,9 @@ class Writer {
       o += std::to_string(t_.dropped_per_track[i]);
       o += '}';
     }
-    o += "]}}\n";
+    o += "]}";
+    distributed_info(o);
+    o += "}\n";
     s_.commit(put(s_.reserve(o.size()), o));
   }
 };

@@ -64,6 +64,12 @@ std::string device_name(int device) {
   return d ? d->name() : fmt::format("device{}", device);
 }
 
+// "cpu:0 core 1", or "cpu:0 stream 3" for a stream its own engine runs.
+std::string lane_name(int32_t key) {
+  if (key & kEngineTrack) return fmt::format("{} stream {}", device_name(key >> 16), key & 0x7fff);
+  return fmt::format("{} core {}", device_name(key >> 16), key & 0xffff);
+}
+
 // Tracks: host threads (the main thread first, then by OS tid), then device cores.
 class TrackTable {
  public:
@@ -85,7 +91,7 @@ class TrackTable {
       t.os_tid = tid;
       int32_t ct = host_[tid];
       t.name = tid == pid  ? "main thread"
-               : ct >= 0   ? fmt::format("thread {} ({} core {})", tid, device_name(ct >> 16), ct & 0xffff)
+               : ct >= 0   ? fmt::format("thread {} ({})", tid, lane_name(ct))
                            : fmt::format("thread {}", tid);
       host_index_[tid] = int32_t(out.size());
       out.push_back(std::move(t));
@@ -94,8 +100,8 @@ class TrackTable {
       Track t;
       t.kind = Track::Kind::device_core;
       t.device = key >> 16;
-      t.core = key & 0xffff;
-      t.name = fmt::format("{} core {}", device_name(t.device), t.core);
+      t.core = key & 0x7fff;  // an engine's track: its stream's id, as a GPU's stream track
+      t.name = lane_name(key);
       idx = int32_t(out.size());
       out.push_back(std::move(t));
     }
@@ -110,7 +116,9 @@ class TrackTable {
   std::map<int32_t, int32_t> cores_;  // (device << 16 | core) -> track index
 };
 
-int32_t core_key(const Record& r) { return (int32_t(r.device) << 16) | (r.lane & 0xffff); }
+int32_t core_key(const Record& r) {
+  return (int32_t(r.device) << 16) | (r.kind & kEngineLane ? kEngineTrack | (r.lane & 0x7fff) : r.lane & 0xffff);
+}
 
 }  // namespace
 
@@ -186,7 +194,7 @@ Trace collect(const Window& w, const ProfilerConfig& config) {
   for (uint32_t i : keep) {
     const Record& r = recs[i];
     if (!(r.kind & kNamePtr)) name_ids.push_back(uint32_t(r.name));
-    if (r.aux && EventKind(r.kind & kKindMask) == EventKind::op) name_ids.push_back(r.aux);
+    if (r.aux && (EventKind(r.kind & kKindMask) == EventKind::op || (r.kind & kEngineLane))) name_ids.push_back(r.aux);
     if (r.bytes < 0 && EventKind(r.kind & kKindMask) == EventKind::op) name_ids.push_back(uint32_t(-r.bytes - 1));
   }
   std::sort(name_ids.begin(), name_ids.end());
@@ -238,6 +246,10 @@ Trace collect(const Window& w, const ProfilerConfig& config) {
       case EventKind::kernel:
         e.bytes = r.bytes;
         e.flops = r.value;
+        if (k == EventKind::kernel && (r.kind & kEngineLane)) {
+          e.stream = r.lane;
+          if (auto it = names.find(r.aux); r.aux && it != names.end()) e.shapes = it->second;
+        }
         break;
       case EventKind::alloc:
       case EventKind::free:

@@ -222,4 +222,15 @@ void on_kernel(const Launch& l, int device, int core, int64_t t0, int64_t t1, in
                   uint8_t(EventKind::kernel), int16_t(core)});
 }
 
+void on_engine_kernel(const Launch& l, int device, int stream, int64_t t0, int64_t t1, std::string_view detail) {
+  if (!(layers() & kDevice)) return;
+  ThreadState* st = recording_state();
+  if (!st) return;
+  int32_t track = (device << 16) | kEngineTrack | stream;
+  if (st->ring->core_track.load(std::memory_order_relaxed) != track)
+    st->ring->core_track.store(track, std::memory_order_relaxed);
+  emit(st, Record{t0, t1, l.id, l.op_id, intern(st, l.name), l.bytes, l.flops, detail.empty() ? 0 : intern(st, detail),
+                  int8_t(device), uint8_t(uint8_t(EventKind::kernel) | kEngineLane), int16_t(stream)});
+}
+
 }  // namespace opscope::prof

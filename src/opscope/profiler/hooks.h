@@ -52,5 +52,9 @@ void on_sync(SyncKind kind, int device, int stream, int64_t t0, int64_t t1);
 // ---- device layer ----
 // One core executed [begin, end) of launch `l`'s work, from t0 to t1.
 void on_kernel(const Launch& l, int device, int core, int64_t t0, int64_t t1, int64_t bytes);
+// A stream's own engine (stream.h: a process group's communication engine) ran launch
+// `l` from t0 to t1: one device event on the track "<device> stream <stream>", with
+// `detail` as its description ("collective all_reduce, in 1024 elements, ...").
+void on_engine_kernel(const Launch& l, int device, int stream, int64_t t0, int64_t t1, std::string_view detail);
 
 }  // namespace opscope::prof

@@ -144,7 +144,7 @@ void CpuDevice::notify_work() {
 bool CpuDevice::any_queued() {
   int n = num_streams();
   for (int i = 0; i < n; ++i)
-    if (stream(i).has_queued()) return true;
+    if (!stream(i).engine() && stream(i).has_queued()) return true;
   return false;
 }
 
@@ -155,6 +155,7 @@ void CpuDevice::scheduler_loop() {
     int n = num_streams();
     for (int i = 0; i < n; ++i) {
       Stream& s = stream(i);
+      if (s.engine()) continue;  // its own engine runs it
       if (Launch* l = s.ready_head()) {
         execute(*l, s);
         s.retire_head();
@@ -164,7 +165,7 @@ void CpuDevice::scheduler_loop() {
     if (did) continue;
     if (stop_.load()) {
       bool empty = true;
-      for (int i = 0; i < n; ++i) empty = empty && stream(i).query();
+      for (int i = 0; i < n; ++i) empty = empty && (stream(i).engine() || stream(i).query());
       if (empty) break;
     }
     if (pinned_ && num_cores_ > 1 && submit_cpu_.load(std::memory_order_relaxed) == cpu_of_core_[0].load())

@@ -72,11 +72,11 @@ Device* Device::by_index(int index) {
 
 std::string Device::name() const { return fmt::format("{}:{}", type_ == DeviceType::cpu ? "cpu" : "cuda", ordinal_); }
 
-Stream& Device::create_stream() {
+Stream& Device::create_stream(StreamEngine* engine) {
   std::lock_guard<std::mutex> g(streams_m_);
   int n = num_streams_.load();
   if (n == kMaxStreams) fail("create_stream", "device {} already has {} streams", name(), kMaxStreams);
-  streams_[n] = std::make_unique<Stream>(*this, n);
+  streams_[n] = std::make_unique<Stream>(*this, n, engine);
   num_streams_.store(n + 1, std::memory_order_release);
   return *streams_[n];
 }

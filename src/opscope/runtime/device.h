@@ -34,8 +34,9 @@ class Device {
 
   CachingAllocator& allocator() { return allocator_; }
   Stream& default_stream() { return *streams_[0]; }
-  // A new stream, owned by the device (at most kMaxStreams).
-  Stream& create_stream();
+  // A new stream, owned by the device (at most kMaxStreams). With an engine, the engine
+  // runs its launches instead of the device's cores (stream.h).
+  Stream& create_stream(StreamEngine* engine = nullptr);
   int num_streams() const { return num_streams_.load(std::memory_order_acquire); }
   Stream& stream(int i) { return *streams_[i]; }
   // Waits for every stream; rethrows the first kernel error.

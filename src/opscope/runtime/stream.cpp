@@ -54,7 +54,7 @@ Launch* Stream::allocate_launch() {
   return new (at) Launch();
 }
 
-Stream::Stream(Device& dev, int id) : device_(dev), id_(id) {
+Stream::Stream(Device& dev, int id, StreamEngine* engine) : device_(dev), id_(id), engine_(engine) {
   tail_ = oldest_ = head_ = allocate_launch();  // sentinel, seq 0
 }
 
@@ -128,7 +128,8 @@ uint64_t Stream::submit(Launch* l) {
     tail_ = l;
     submitted_.store(seq, std::memory_order_release);
   }
-  device_.notify_work();
+  if (StreamEngine* e = engine()) e->notify();
+  else device_.notify_work();
   return seq;
 }
 

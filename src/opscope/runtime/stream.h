@@ -25,6 +25,17 @@ namespace opscope {
 class Device;
 class Stream;
 
+// What runs a stream's launches when not the device's cores: a host engine of its own
+// (the communication engine of a process group blocks on the network for as long as a
+// collective takes, which would stall every stream if a core ran it). The device's
+// scheduler skips such a stream; the engine drains it with head / ready_head /
+// retire_head on its own thread and is woken by notify() at every submit.
+class StreamEngine {
+ public:
+  virtual ~StreamEngine() = default;
+  virtual void notify() = 0;  // a launch was queued (called by the submitting thread)
+};
+
 struct EventState {
   std::atomic<int64_t> time_ns{0};  // when the device reached the event
 };
@@ -49,13 +60,17 @@ class Event {
 
 class Stream {
  public:
-  Stream(Device& dev, int id);
+  Stream(Device& dev, int id, StreamEngine* engine = nullptr);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
   Device& device() const { return device_; }
   int id() const { return id_; }
+  // The host engine that runs this stream's launches, or null (the device's cores).
+  StreamEngine* engine() const { return engine_.load(std::memory_order_relaxed); }
+  // The engine is going away: the stream, drained, falls back to the device's cores.
+  void detach_engine() { engine_.store(nullptr, std::memory_order_relaxed); }
 
   // A blank launch to fill and submit (recycled from those the device has passed).
   Launch* new_launch();
@@ -78,9 +93,11 @@ class Stream {
   // Rethrows and clears a pending kernel error.
   void check_error();
 
-  // ---- for the device's scheduler (one thread) ----
+  // ---- for the device's scheduler or the stream's engine (one thread) ----
   // The launch at the head if it may run now (its waits are met), else null.
   Launch* ready_head();
+  // The launch at the head, ready or not (an engine blocks on its waits), else null.
+  Launch* head() const { return head_->next.load(std::memory_order_acquire); }
   // Retires the head launch (executed or skipped). Frees nothing.
   void retire_head();
   // A launch is queued (ready or waiting on another stream).
@@ -96,6 +113,7 @@ class Stream {
 
   Device& device_;
   int id_;
+  std::atomic<StreamEngine*> engine_;
   // Submitter side and scheduler side live on separate cache lines: the scheduler
   // writes its line at every retirement, and sharing it with the mutex made every
   // submit miss.

@@ -45,15 +45,14 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     fail("advise", "a pattern needs at least 2 ops (got {})", options.pattern.size());
   if (options.min_ops < 2) fail("advise", "min_ops must be at least 2 (got {})", options.min_ops);
   Advice adv;
-  analysis::Roofline roof = analysis::roofline_from_config(
-      options.peaks_json.empty() ? trace.config_json : analysis::with_device_peaks("", options.peaks_json));
+  const analysis::Peaks peaks = options.peaks ? *options.peaks : analysis::profile_peaks(trace);
+  analysis::Roofline roof = peaks.roofline();
   if (options.peak_gbps > 0) {
     roof.peak_gbps = options.peak_gbps;
     roof.levels.clear();
   }
   adv.peak_gbps = roof.peak_gbps;
-  const std::map<std::string, double> math_ns =
-      generated_math_ns(options.peaks_json.empty() ? profile_peaks(trace) : options.peaks_json);
+  const std::map<std::string, double>& math_ns = peaks.fused_math_ns;
 
   // Framework scopes by id, launches as spans of their slices.
   std::unordered_map<uint64_t, const TraceEvent*> scopes;

@@ -39,9 +39,11 @@
 // `opscope advise DIR` prints it; `--verify` checks the predictions (advisor/verify.h).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "opscope/analysis/peaks.h"
 #include "opscope/analysis/trace.h"
 
 namespace opscope::advisor {
@@ -92,9 +94,9 @@ struct AdviseOptions {
   std::string within;
   // A memory roof, GB/s, instead of the profile's device_peaks (0: the profile's).
   double peak_gbps = 0;
-  // A probe's peaks (DevicePeaks::to_json(), a saved `opscope probe`) instead of the
-  // profile's: one machine's rates for runs that probed on a busy machine, or none.
-  std::string peaks_json;
+  // Peaks instead of the profile's (a saved `opscope probe`, or the eager run's for a
+  // re-run that probed on a busy machine); none: the profile's own (analysis/peaks.h).
+  std::optional<analysis::Peaks> peaks;
 };
 
 struct Advice {

@@ -78,10 +78,10 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::string profile_peaks(const prof::Trace& t) {
-  auto cfg = nlohmann::json::parse(t.config_json.empty() ? "{}" : t.config_json, nullptr, false);
-  if (!cfg.is_object() || !cfg.contains("device_peaks") || !cfg["device_peaks"].is_object()) return "";
-  return cfg["device_peaks"].dump();
+std::optional<analysis::Peaks> recorded_peaks(const prof::Trace& t) {
+  analysis::Peaks p = analysis::profile_peaks(t);
+  if (!p.known() && p.fused_math_ns.empty()) return std::nullopt;
+  return p;
 }
 
 }  // namespace opscope::advisor

@@ -4,10 +4,12 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "opscope/analysis/peaks.h"
 #include "opscope/analysis/trace.h"
 
 namespace opscope::advisor {
@@ -30,7 +32,7 @@ int64_t total_ns(const RegionKernels& r);
 // the machine's noise, not the fix's effect.
 double changed_saved_ns(const RegionKernels& eager, const RegionKernels& fixed);
 double median(std::vector<double> v);
-// The profile's device_peaks as JSON (empty: none), so re-runs are priced alike.
-std::string profile_peaks(const prof::Trace& t);
+// The profile's device peaks, when it records any, so re-runs are priced alike.
+std::optional<analysis::Peaks> recorded_peaks(const prof::Trace& t);
 
 }  // namespace opscope::advisor
