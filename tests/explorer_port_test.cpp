@@ -280,6 +280,13 @@ TEST(ExplorerPort, AFolderOfProfilesOpensEachOfThem) {
   EXPECT_EQ(profiles_in((dir / "p" / "naive").string()), std::vector<std::string>{(dir / "p" / "naive").string()});
   EXPECT_EQ(profiles_in((dir / "nope").string()), std::vector<std::string>{(dir / "nope").string()});
   EXPECT_EQ(profiles_in((dir / "p" / "empty").string()), std::vector<std::string>{(dir / "p" / "empty").string()});
+  // A distributed job's folder (rank-N profiles) is one profile, not one per rank.
+  for (const char* rank : {"rank-0", "rank-1"})
+    opscope::prof::export_profile(synthetic_rmsnorm("naive", 4, 256, 1, 2), (dir / "jobs" / "job" / rank).string());
+  opscope::prof::export_profile(synthetic_rmsnorm("naive", 4, 256, 1, 2), (dir / "jobs" / "single").string());
+  EXPECT_EQ(profiles_in((dir / "jobs" / "job").string()), std::vector<std::string>{(dir / "jobs" / "job").string()});
+  EXPECT_EQ(profiles_in((dir / "jobs").string()),
+            (std::vector<std::string>{(dir / "jobs" / "job").string(), (dir / "jobs" / "single").string()}));
 
   LoadOnly r = explore_loading_only({(dir / "p").string()});
   EXPECT_EQ(r.rc, 1);

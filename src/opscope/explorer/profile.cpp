@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "opscope/importer/import.h"
+#include "opscope/importer/job.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::explorer {
@@ -72,7 +73,8 @@ namespace {
 bool is_profile(const std::filesystem::path& p) {
   std::error_code ec;
   if (!std::filesystem::is_directory(p, ec)) return std::filesystem::exists(p, ec);
-  return std::filesystem::exists(p / prof::kProfileDbFile, ec) || importer::is_trace_path(p.string());
+  return std::filesystem::exists(p / prof::kProfileDbFile, ec) || importer::is_trace_path(p.string()) ||
+         importer::is_job_dir(p.string());  // DIR/rank-N: one job, opened as one
 }
 }  // namespace
 

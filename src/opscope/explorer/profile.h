@@ -59,7 +59,8 @@ using ProfilePtr = std::shared_ptr<const Profile>;
 ProfilePtr open_profile(const std::string& path);
 
 // The profiles a path given to `opscope explore` holds: the path itself when it is one (a
-// folder with profile.db, a profile.db, a trace file, a folder of traces), else its
+// folder with profile.db, a profile.db, a trace file, a folder of traces, a job's folder
+// of rank-N profiles), else its
 // subfolders that are, in name order (`opscope profile --out p` writes p/naive,
 // p/builtin, p/compiled). A folder with neither comes back as is: opening it says why.
 std::vector<std::string> profiles_in(const std::string& path);
