@@ -2,7 +2,9 @@
 # Installs what opscope needs from Debian's packages (only what is missing), then
 # configures and builds into build/ (or $OPSCOPE_BUILD_DIR) with any extra cmake flags given:
 # every target, or only those in $OPSCOPE_BUILD_TARGETS (space-separated, e.g. opscope_cli).
-# OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium).
+# OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium). Then
+# scripts/install.sh puts `opscope` on PATH and makes `import opscope` work from any folder
+# under /usr/bin/python3 (OPSCOPE_INSTALL=0: not; scripts/uninstall.sh undoes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +12,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libopenblas-dev libcpp-httplib-dev zlib1g-dev
   libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy)
+  libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy
+  clang)
 [ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
@@ -31,3 +34,4 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 targets=()
 for t in ${OPSCOPE_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build" -j "$(nproc)" "${targets[@]}"
+[ "${OPSCOPE_INSTALL:-1}" = 0 ] || OPSCOPE_BUILD_DIR="$build" scripts/install.sh

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_util.h"
 #include "opscope/profiler/store.h"
@@ -23,17 +26,22 @@ namespace {
 class CliAdvise : public ::testing::Test {
  protected:
   static inline fs::path dir = fs::temp_directory_path() / ("opscope_cli_advise_" + std::to_string(::getpid()));
+  // The suite's profiles, made once. A failed run is kept, not asserted here: GoogleTest
+  // would mark every test skipped; each test's SetUp fails on it instead.
+  static inline std::vector<std::pair<std::string, CliResult>> made;
   static void SetUpTestSuite() {
     ::setenv("OPSCOPE_CACHE_DIR", (dir / "cache").c_str(), 1);
-    CliResult r = run_opscope({"profile", "llama", "--preset", "tiny", "--tokens", "16", "--decode", "2", "--mode",
-                               "eager", "--iters", "1", "--warmup", "1", "--out", (dir / "llama").string()});
-    ASSERT_EQ(r.status, 0) << r.out;
-    r = run_opscope({"profile", "rmsnorm", "--impl", "all", "--shape", "8x64", "--iters", "2", "--out",
-                     (dir / "rms").string()});
-    ASSERT_EQ(r.status, 0) << r.out;
-    r = run_opscope({"profile", "rmsnorm", "--impl", "builtin", "--shape", "8x64", "--iters", "1", "--out",
-                     (dir / "one").string()});
-    ASSERT_EQ(r.status, 0) << r.out;
+    made.clear();
+    made.emplace_back("llama", run_opscope({"profile", "llama", "--preset", "tiny", "--tokens", "16", "--decode", "2",
+                                            "--mode", "eager", "--iters", "1", "--warmup", "1", "--out",
+                                            (dir / "llama").string()}));
+    made.emplace_back("rms", run_opscope({"profile", "rmsnorm", "--impl", "all", "--shape", "8x64", "--iters", "2",
+                                          "--out", (dir / "rms").string()}));
+    made.emplace_back("one", run_opscope({"profile", "rmsnorm", "--impl", "builtin", "--shape", "8x64", "--iters",
+                                          "1", "--out", (dir / "one").string()}));
+  }
+  void SetUp() override {
+    for (const auto& [name, r] : made) ASSERT_EQ(r.status, 0) << "opscope profile for " << name << " failed:\n" << r.out;
   }
   static void TearDownTestSuite() {
     ::unsetenv("OPSCOPE_CACHE_DIR");
@@ -183,10 +191,16 @@ TEST_F(CliAdvise, VerifyReRunsTheRmsNormCaseStudy) {
   ASSERT_EQ(v["checks"].size(), 2u) << r.out;
   EXPECT_EQ(v["checks"][0]["region"], "rms_norm");
   EXPECT_EQ(v["checks"][1]["region"], "compile");
+  // Whether the fix is faster, and by how much, is a measurement (bench/advisor_check.sh,
+  // docs/BENCHMARKS.md); here: both sides ran five times and the saving is their median.
   for (auto& c : v["checks"]) {
     EXPECT_GT(c["predicted_saved_ns"].get<double>(), 0) << c;
-    EXPECT_GT(c["eager_ns"].get<double>(), c["compiled_ns"].get<double>()) << c;  // six kernels against one
-    EXPECT_EQ(c["realized_runs_ns"].size(), 5u);
+    EXPECT_GT(c["eager_ns"].get<double>(), 0) << c;
+    EXPECT_GT(c["compiled_ns"].get<double>(), 0) << c;
+    std::vector<double> runs = c["realized_runs_ns"].get<std::vector<double>>();
+    ASSERT_EQ(runs.size(), 5u) << c;
+    std::sort(runs.begin(), runs.end());
+    EXPECT_DOUBLE_EQ(c["realized_saved_ns"].get<double>(), runs[2]) << c;
   }
 }
 
@@ -218,7 +232,16 @@ TEST_F(CliAdvise, TableReadsTheRooflineAgainstASavedProbe) {
   CliResult low = run_opscope({"table", naive, "--peaks", slow.string(), "--wide"});
   ASSERT_EQ(low.status, 0) << low.out;
   EXPECT_TRUE(has(low.out, "above roof")) << low.out;
-  EXPECT_FALSE(has(own.out, "above roof")) << own.out;
+  // Against a roof no kernel reaches, none is flagged. (Against the profile's own probe a
+  // kernel may read above it when the machine was busier during the probe: a measurement.)
+  peaks["stream_gbps"] = 1e9;
+  peaks["matmul_gflops"] = 1e9;
+  fs::path fast = dir / "fast.json";
+  std::ofstream(fast) << peaks.dump();
+  CliResult high = run_opscope({"table", naive, "--peaks", fast.string(), "--wide"});
+  ASSERT_EQ(high.status, 0) << high.out;
+  EXPECT_TRUE(has(high.out, "% Roofline")) << high.out;
+  EXPECT_FALSE(has(high.out, "above roof")) << high.out;
   // A profile taken with --peaks carries the saved probe instead of measuring one.
   r = run_opscope({"profile", "rmsnorm", "--impl", "naive", "--shape", "8x64", "--iters", "1", "--peaks",
                    slow.string(), "--out", (dir / "with_peaks").string()});

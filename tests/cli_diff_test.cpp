@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "cli_util.h"
 #include "opscope/profiler/store.h"
@@ -37,18 +38,20 @@ class CliDiff : public ::testing::Test {
   static std::string naive() { return (root() / "naive").string(); }
   static std::string builtin() { return (root() / "builtin").string(); }
 
-  // Two real profiles, made once for the suite.
+  // Two real profiles, made once for the suite. A failed run is kept for each test's SetUp
+  // to fail on (asserting here would make GoogleTest mark every test skipped).
+  static inline std::vector<CliResult> made;
   static void SetUpTestSuite() {
     fs::remove_all(root());
-    for (const char* impl : {"naive", "builtin"}) {
-      CliResult r = run({"profile", "rmsnorm", "--impl", impl, "--shape", "8x64", "--iters", "2", "--warmup", "1",
-                         "--out", root().string()});
-      ASSERT_EQ(r.status, 0) << r.out;
-    }
+    made.clear();
+    for (const char* impl : {"naive", "builtin"})
+      made.push_back(run({"profile", "rmsnorm", "--impl", impl, "--shape", "8x64", "--iters", "2", "--warmup", "1",
+                          "--out", root().string()}));
   }
   static void TearDownTestSuite() { fs::remove_all(root()); }
   void SetUp() override {
     ASSERT_TRUE(fs::exists(testutil::opscope_binary())) << testutil::opscope_binary() << " is missing";
+    for (const CliResult& r : made) ASSERT_EQ(r.status, 0) << "opscope profile for the suite failed:\n" << r.out;
     ASSERT_TRUE(fs::exists(root() / "naive" / "profile.db"));
   }
 };

@@ -19,6 +19,7 @@
 #include "opscope/runtime/cuda.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/runtime.h"
+#include "child_process.h"
 #include "test_util.h"
 
 using namespace opscope;
@@ -64,8 +65,13 @@ class FakeCudaDevice final : public Device {
   inline static const AllocatorBackend backend_{&alloc, &release, nullptr, "cuda:0"};
 };
 
+// On a machine with a GPU the same checks run in a child that cannot see it.
 TEST(CompiledCuda, CudaInputsWithoutGpuAreAClearError) {
-  if (cuda_available()) GTEST_SKIP() << "a CUDA GPU is present: the unavailable path is not reachable";
+  if (cuda_available()) {
+    testutil::ChildResult r = testutil::rerun_this_test({"CUDA_VISIBLE_DEVICES=-1"});
+    ASSERT_EQ(r.status, 0) << "with the GPU hidden (CUDA_VISIBLE_DEVICES=-1):\n" << r.log;
+    return;
+  }
   static FakeCudaDevice* fake = new FakeCudaDevice;  // devices live until exit
   ASSERT_EQ(fake->name(), "cuda:0");
   Tensor x = runtime::allocate({4, 64}, DType::f32, *fake);

@@ -3,8 +3,6 @@
 // and output, no compiler, two processes compiling the same graph at once, and the
 // `opscope cache` functions. Each test uses its own cache folder (OPSCOPE_CACHE_DIR).
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "child_process.h"
 #include "compiler_test_util.h"
 #include "opscope/compiler/cache.h"
 #include "opscope/compiler/cache_cli.h"
@@ -20,8 +19,6 @@
 #include "opscope/compiler/pipeline.h"
 #include "opscope/core/error.h"
 #include "opscope/runtime/tensor.h"
-
-extern char** environ;
 
 using namespace opscope;
 using namespace opscope::compiler;
@@ -89,34 +86,6 @@ std::string slurp(const std::string& path) {
   std::string s;
   read_file(path, s);
   return s;
-}
-
-// Runs this test binary on one test, with extra environment; returns the exit code.
-int run_child(const std::string& filter, const std::vector<std::string>& env_extra, pid_t* pid_out = nullptr) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  for (auto& e : env_extra) env.push_back(e);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string exe = fs::read_symlink("/proc/self/exe").string();
-  std::string f = "--gtest_filter=" + filter;
-  char* argv[] = {exe.data(), f.data(), nullptr};
-  pid_t pid;
-  if (::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
-  if (pid_out) {
-    *pid_out = pid;
-    return 0;
-  }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-int wait_child(pid_t pid) {
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 ArtifactSpec child_spec(const std::string& root) {
@@ -273,53 +242,68 @@ TEST(CompilerCache, NoCompilerIsAnError) {
   if (cxx) ::setenv("CXX", saved_cxx.c_str(), 1);
 }
 
-// The child side of the two-process test (skipped unless the parent runs it).
-TEST(CompilerCacheChild, BuildSharedEntry) {
-  const char* out = std::getenv("OPSCOPE_TEST_CHILD_OUT");
-  if (!out) GTEST_SKIP() << "run by CompilerCache.TwoProcessesCompileTheSameGraph";
+// The child side of the two-process test: builds (or loads) one cache entry and runs it.
+// Prints "hit MS" or "built MS".
+OPSCOPE_CHILD_ENTRY(compiler_cache_build_shared_entry) {
   std::string root = std::getenv("OPSCOPE_CACHE_DIR");
   auto t0 = std::chrono::steady_clock::now();
   Artifact a = load_or_build(root, child_spec(root), nullptr);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   float x[4] = {1, 2, 3, 4};
   void* args[] = {x};
-  ASSERT_EQ(reinterpret_cast<KernelEntry>(a.entries[0])(args, 0, 4), 0);
-  ASSERT_EQ(x[3], 8.f);
-  std::ofstream(out) << (a.hit ? "hit" : "built") << " " << ms << "\n";
+  if (reinterpret_cast<KernelEntry>(a.entries[0])(args, 0, 4) != 0 || x[3] != 8.f) {
+    std::printf("the kernel did not double its input\n");
+    return 1;
+  }
+  std::printf("result: %s %.1f\n", a.hit ? "hit" : "built", ms);
+  return 0;
 }
 
 // A new process compiling a graph that is in the cache: how long until it can run.
-TEST(CompilerCacheChild, WarmStart) {
-  const char* out = std::getenv("OPSCOPE_TEST_CHILD_OUT");
-  if (!out) GTEST_SKIP() << "run by CompilerCache.TwoProcessesCompileTheSameGraph";
+OPSCOPE_CHILD_ENTRY(compiler_cache_warm_start) {
   auto t0 = std::chrono::steady_clock::now();
   CompileReport rep;
   compile_graph(rms_norm_graph({32, 4096}), {}, rep);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::ofstream(out) << (rep.cache_hit ? "hit" : "built") << " " << ms << " (passes " << rep.passes_ms << ", codegen "
-                     << rep.codegen_ms << ", manifest check + dlopen " << rep.load_ms << ")\n";
+  std::printf("result: %s %.0f (passes %.1f, codegen %.1f, manifest check + dlopen %.1f)\n",
+              rep.cache_hit ? "hit" : "built", ms, rep.passes_ms, rep.codegen_ms, rep.load_ms);
+  return 0;
+}
+
+// What a child printed after "result: " (its log holds anything else it printed too).
+std::string child_result(const testutil::ChildResult& r) {
+  size_t at = r.log.rfind("result: ");
+  if (at == std::string::npos) return "";
+  size_t end = r.log.find('\n', at);
+  return r.log.substr(at + 8, end == std::string::npos ? std::string::npos : end - at - 8);
 }
 
 TEST(CompilerCache, TwoProcessesCompileTheSameGraph) {
   TempCache c("procs");
-  pid_t p1, p2;
-  ASSERT_EQ(run_child("CompilerCacheChild.BuildSharedEntry", {"OPSCOPE_TEST_CHILD_OUT=" + c.dir + "/r1"}, &p1), 0);
-  ASSERT_EQ(run_child("CompilerCacheChild.BuildSharedEntry", {"OPSCOPE_TEST_CHILD_OUT=" + c.dir + "/r2"}, &p2), 0);
-  EXPECT_EQ(wait_child(p1), 0);
-  EXPECT_EQ(wait_child(p2), 0);
-  std::string r1 = slurp(c.dir + "/r1"), r2 = slurp(c.dir + "/r2");
-  int built = (r1.rfind("built", 0) == 0) + (r2.rfind("built", 0) == 0);
-  EXPECT_EQ(built, 1) << r1 << r2;
+  testutil::ChildResult r1, r2;
+  {
+    testutil::Child p1("compiler_cache_build_shared_entry"), p2("compiler_cache_build_shared_entry");
+    r1 = p1.wait();
+    r2 = p2.wait();
+  }
+  ASSERT_EQ(r1.status, 0) << r1.log;
+  ASSERT_EQ(r2.status, 0) << r2.log;
+  std::string o1 = child_result(r1), o2 = child_result(r2);
+  int built = (o1.rfind("built", 0) == 0) + (o2.rfind("built", 0) == 0);
+  int hit = (o1.rfind("hit", 0) == 0) + (o2.rfind("hit", 0) == 0);
+  EXPECT_EQ(built, 1) << r1.log << r2.log;
+  EXPECT_EQ(hit, 1) << r1.log << r2.log;
   EXPECT_EQ(cache_ls(c.dir).find("damaged"), std::string::npos);
 
   // Warm start of a new process: the RMSNorm graph built here, loaded there.
   CompileReport cold;
   compile_graph(rms_norm_graph({32, 4096}), {}, cold);
-  ASSERT_EQ(run_child("CompilerCacheChild.WarmStart", {"OPSCOPE_TEST_CHILD_OUT=" + c.dir + "/r3"}), 0);
-  std::string r3 = slurp(c.dir + "/r3");
-  EXPECT_EQ(r3.rfind("hit", 0), 0u) << r3;
+  testutil::ChildResult r3 = testutil::run_child("compiler_cache_warm_start");
+  ASSERT_EQ(r3.status, 0) << r3.log;
+  std::string o3 = child_result(r3);
+  EXPECT_EQ(o3.rfind("hit ", 0), 0u) << r3.log;
   std::printf("[ measure  ] new process, cached RMSNorm graph, compile_graph: %s ms; cold build %.0f ms\n",
-              r3.substr(4, r3.size() - 5).c_str(), cold.build_ms);
+              o3.substr(std::min<size_t>(4, o3.size())).c_str(), cold.build_ms);
 }
 
 TEST(CompilerCache, CacheCommands) {

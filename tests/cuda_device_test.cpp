@@ -17,6 +17,7 @@
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/stream.h"
 #include "opscope/runtime/tensor.h"
+#include "child_process.h"
 #include "test_util.h"
 
 using namespace opscope;
@@ -27,8 +28,13 @@ namespace {
 #define SKIP_WITHOUT_GPU() \
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason()
 
+// On a machine with a GPU the same checks run in a child that cannot see it.
 TEST(CudaDevice, UnavailableIsAClearError) {
-  if (cuda_available()) GTEST_SKIP() << "a CUDA GPU is present: the unavailable path is not reachable";
+  if (cuda_available()) {
+    testutil::ChildResult r = testutil::rerun_this_test({"CUDA_VISIBLE_DEVICES=-1"});
+    ASSERT_EQ(r.status, 0) << "with the GPU hidden (CUDA_VISIBLE_DEVICES=-1):\n" << r.log;
+    return;
+  }
   std::string reason = cuda_unavailable_reason();
   EXPECT_FALSE(reason.empty());
   EXPECT_EQ(cuda_device_count(), 0);

@@ -266,12 +266,18 @@ class CudaKernelsEmu : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ + "/k.cpp") << compiler::testing::kCudaEmulatorPrelude << kExtraPrelude << kEntries;
-    compiler::CxxCompiler cc = compiler::find_compiler("", dir_);
-    compiler::BuildResult br =
-        compiler::run_compiler(cc, {"-O1", "-std=c++17", "-shared", "-fPIC", "-I" + src_dir()}, dir_ + "/k.cpp",
-                               dir_ + "/k.so", dir_ + "/log.txt", nullptr);
-    compiler::read_file(dir_ + "/log.txt", log_);
-    if (br.exit_code == 0) lib_ = compiler::Library::open(dir_ + "/k.so", &log_);
+    // An exception here would make GoogleTest mark every test skipped: it is kept in log_
+    // for each test's SetUp to fail on.
+    try {
+      compiler::CxxCompiler cc = compiler::find_compiler("", dir_);
+      compiler::BuildResult br =
+          compiler::run_compiler(cc, {"-O1", "-std=c++17", "-shared", "-fPIC", "-I" + src_dir()}, dir_ + "/k.cpp",
+                                 dir_ + "/k.so", dir_ + "/log.txt", nullptr);
+      compiler::read_file(dir_ + "/log.txt", log_);
+      if (br.exit_code == 0) lib_ = compiler::Library::open(dir_ + "/k.so", &log_);
+    } catch (const std::exception& e) {
+      log_ += e.what();
+    }
   }
   static void TearDownTestSuite() {
     if (lib_) std::filesystem::remove_all(dir_);

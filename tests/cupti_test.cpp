@@ -27,6 +27,7 @@
 #include "opscope/runtime/cuda.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/tensor.h"
+#include "child_process.h"
 #include "test_util.h"
 
 using namespace opscope;
@@ -389,7 +390,7 @@ TEST(CuptiHooks, CpuProfileHasNoDeviceTracing) {
 
 TEST(CuptiGpu, ProfilesARealKernel) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason();
-  if (!cupti_available()) GTEST_SKIP() << "no CUDA GPU tracing: this build has no CUPTI";
+  if (!cupti_available()) GTEST_SKIP() << "no CUDA toolkit: this build has no CUPTI";
   Device& g = cuda(0);
   Tensor a = full({1024, 1024}, 1.0, DType::f32, &g);
   Tensor b = full({1024, 1024}, 2.0, DType::f32, &g);
@@ -421,11 +422,10 @@ TEST(CuptiGpu, ProfilesARealKernel) {
 // OPSCOPE_PROFILE=1 opens its window before main, before any CUDA device exists; the
 // first device made starts GPU tracing in it, and at exit the device's handler (before
 // the CUDA runtime goes) flushes CUPTI's records for the session's own handler to
-// collect. Runs only in the child of AnAutoProfileOpenedBeforeTheDeviceHasItsKernels.
-TEST(CuptiGpuAutoProfile, Child) {
+// collect. The child of AnAutoProfileOpenedBeforeTheDeviceHasItsKernels.
+OPSCOPE_CHILD_ENTRY(cupti_auto_profile) {
   const char* dir = std::getenv("OPSCOPE_PROFILE_DIR");
-  if (!std::getenv("OPSCOPE_PROFILE") || !dir || !std::getenv("OPSCOPE_TEST_CUPTI_CHILD"))
-    GTEST_SKIP() << "runs in the child of AnAutoProfileOpenedBeforeTheDeviceHasItsKernels";
+  if (!dir) return 1;
   std::string out = std::string(dir) + "/gpu.txt";
   set_default_exporter([out](const Trace& t, const std::string&) {
     int kernels = 0, linked = 0;
@@ -440,25 +440,22 @@ TEST(CuptiGpuAutoProfile, Child) {
   Tensor a = full({1 << 20}, 1.0, DType::f32, &g);
   Tensor b = a;
   for (int i = 0; i < 20; ++i) b = add(b, a);
-  // No synchronize: the process exits with the adds queued.
+  return 0;  // No synchronize: the process exits with the adds queued.
 }
 
 TEST(CuptiGpu, AnAutoProfileOpenedBeforeTheDeviceHasItsKernels) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason();
-  if (!cupti_available()) GTEST_SKIP() << "no CUDA GPU tracing: this build has no CUPTI";
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  ASSERT_GT(n, 0);
-  exe[n] = 0;
+  if (!cupti_available()) GTEST_SKIP() << "no CUDA toolkit: this build has no CUPTI";
   std::string dir = ::testing::TempDir() + "opscope_cupti_auto_" + std::to_string(getpid());
-  std::string cmd = "mkdir -p '" + dir + "' && OPSCOPE_PROFILE=1 OPSCOPE_TEST_CUPTI_CHILD=1 OPSCOPE_PROFILE_DIR='" +
-                    dir + "' '" + std::string(exe) + "' --gtest_filter=CuptiGpuAutoProfile.Child >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << "the child failed or crashed at exit";
+  std::filesystem::create_directories(dir);
+  testutil::ChildResult r =
+      testutil::run_child("cupti_auto_profile", {"OPSCOPE_PROFILE=1", "OPSCOPE_PROFILE_DIR=" + dir});
+  ASSERT_EQ(r.status, 0) << "the child failed or crashed at exit:\n" << r.log;
   std::ifstream f(dir + "/gpu.txt");
   int traced = -1, kernels = -1, linked = -1;
   f >> traced >> kernels >> linked;
-  EXPECT_EQ(traced, 1) << "no GPU tracing in a window opened before the device";
+  EXPECT_EQ(traced, 1) << "no GPU tracing in a window opened before the device\n" << r.log;
   EXPECT_GE(kernels, 21) << "the fill and the 20 adds";
   EXPECT_GE(linked, 21);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  std::filesystem::remove_all(dir);
 }

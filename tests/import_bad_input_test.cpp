@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "cli_util.h"
 #include "import_util.h"
@@ -57,6 +59,49 @@ TEST(ImportBadInput, JsonThatIsNotATrace) {
   }
   std::string p = dir.write("y.json", std::string(R"({"traceEvents": {"not": "an array"}})"));
   EXPECT_NE(import_error(p).find("traceEvents is not an array"), std::string::npos) << import_error(p);
+}
+
+// JSON with no events opens as nothing a user could tell from a working empty profile: an
+// error naming the file (an empty traceEvents, an empty array, events all skipped).
+TEST(ImportBadInput, JsonWithNoEventsIsAnErrorNamingTheFile) {
+  TempDir dir("import_no_events");
+  for (const char* text : {R"({"traceEvents": []})", "[]", R"({"traceEvents": [], "deviceProperties": []})",
+                           R"([{"a": 1}])", R"({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1,
+                             "args": {"name": "python"}}]})"}) {
+    std::string p = dir.write("x.json", std::string(text));
+    std::string e = import_error(p);
+    EXPECT_EQ(e.rfind("[import] " + p + ": no events", 0), 0u) << text << ": " << e;
+    EXPECT_NE(e.find("not a torch.profiler trace, or one that recorded nothing"), std::string::npos) << e;
+  }
+  // In a folder of ranks, the empty one is named.
+  std::filesystem::create_directories(dir.path() / "ranks");
+  std::ofstream(dir.path() / "ranks" / "r0.json") << small_trace().dump();
+  std::ofstream(dir.path() / "ranks" / "r1.json") << "[]";
+  std::string e = import_error((dir.path() / "ranks").string());
+  EXPECT_EQ(e.rfind("[import] " + (dir.path() / "ranks" / "r1.json").string() + ": no events", 0), 0u) << e;
+}
+
+// Everywhere a trace is opened (table, diff, advise, explore, import), JSON that is not a
+// trace is the same error, naming the file, and nothing is written.
+TEST(ImportBadInput, EveryCommandRefusesJsonThatIsNotATrace) {
+  using testutil::run_opscope;
+  TempDir dir("import_not_trace_cli");
+  std::string good = dir.write("good.json", small_trace());
+  for (const char* text : {R"({"a": 1})", "[]"}) {
+    std::string bad = dir.write("bad.json", std::string(text));
+    const std::vector<std::vector<std::string>> commands = {{"table", bad},
+                                                            {"diff", good, bad},
+                                                            {"advise", bad},
+                                                            {"import", bad, "--out", dir.file("out")},
+                                                            {"explore", bad, "--port", "0"}};
+    for (const auto& args : commands) {
+      testutil::CliResult r = run_opscope(args);
+      EXPECT_NE(r.status, 0) << args[0] << " " << text << ":\n" << r.out;
+      EXPECT_NE(r.out.find("[import] " + bad + ": "), std::string::npos) << args[0] << " " << text << ":\n" << r.out;
+      EXPECT_EQ(r.out.find("http://"), std::string::npos) << args[0] << ": served a profile of nothing\n" << r.out;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << "import left a profile behind";
+  }
 }
 
 TEST(ImportBadInput, MissingAndEmptyFiles) {

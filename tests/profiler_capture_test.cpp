@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -22,6 +23,7 @@
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
 #include "opscope/runtime/tensor.h"
+#include "child_process.h"
 #include "test_util.h"
 
 using namespace opscope;
@@ -276,7 +278,7 @@ TEST(ProfilerCapture, CorrelationChainOpToLaunchToKernels) {
       EXPECT_GE(k->t0, l->t1);  // queued before it ran (both CLOCK_MONOTONIC)
       const Track& tr = t.tracks[size_t(k->track)];
       EXPECT_EQ(tr.kind, Track::Kind::device_core);
-      EXPECT_EQ(tr.name, fmt::format("cpu:{} core {}", dev.index(), tr.core));
+      EXPECT_EQ(tr.name, fmt::format("{} core {}", dev.name(), tr.core));  // (names count CPU devices only)
     }
     EXPECT_GE(slices, 1) << op_name;
     EXPECT_NEAR(double(bytes), double(l->bytes), double(slices)) << op_name;  // slices share the launch's bytes
@@ -439,27 +441,38 @@ TEST(ProfilerCapture, WithStackResolvesTheCallSite) {
   EXPECT_NE(src.find("WithStackResolvesTheCallSite"), std::string::npos) << src;
 }
 
-// A kernel still running when stop() begins is waited for and recorded.
+// A kernel still running when stop() begins is waited for and recorded. The kernel holds
+// until the opener sees stop() begun (the framework layer off, the device layer still on:
+// end_window is waiting for the streams), so it ends after stop() began on any machine.
 TEST(ProfilerCapture, StopWaitsForKernelsInFlight) {
   CpuDevice dev(1);
-  std::atomic<bool> gate{false};
+  std::atomic<bool> gate{false}, running{false};
   Profiler p;
   p.start();
   LaunchSpec spec;
   spec.name = "gated";
-  spec.body = [&gate](int64_t, int64_t) {
+  spec.body = [&](int64_t, int64_t) {
+    running.store(true);
     while (!gate.load()) std::this_thread::yield();
   };
   runtime::launch(dev, std::move(spec), {}, {});
+  int64_t opened_at = 0;
+  bool saw_stop = false;
   std::thread opener([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!running.load()) std::this_thread::yield();
+    // A deadlock guard, not a timing: a stop() that does not wait never gets here.
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!(saw_stop = prof::layers() == kDevice) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    opened_at = now_ns();
     gate.store(true);
   });
   p.stop();
   opener.join();
+  EXPECT_TRUE(saw_stop) << "stop() never reached its wait for the device";
   auto k = events_of(p.trace(), EventKind::kernel, "gated");
   ASSERT_EQ(k.size(), 1u);
-  EXPECT_GE(k[0]->t1 - k[0]->t0, 1'000'000);  // it ran while the gate was closed
+  EXPECT_GE(p.trace().base_time_ns + k[0]->t1, opened_at);  // recorded to its end, after stop() began
 }
 
 // A kernel error stays for the program's own synchronize: stop() does not swallow it.
@@ -572,11 +585,14 @@ TEST(ProfilerCapture, FourThreadsLaunchingWhileProfiling) {
 
 // ---- OPSCOPE_PROFILE=1 ----
 
-// Runs only in the child process started by EnvProfilesAnUnmodifiedProgram.
-TEST(ProfilerAutoProfile, Child) {
+// The child of EnvProfilesAnUnmodifiedProgram: OPSCOPE_PROFILE=1 opened its window before
+// main; the exporter writes what the window saw at exit.
+OPSCOPE_CHILD_ENTRY(auto_profile) {
   const char* dir = std::getenv("OPSCOPE_PROFILE_DIR");
-  if (!std::getenv("OPSCOPE_PROFILE") || !dir) GTEST_SKIP() << "runs in the child of EnvProfilesAnUnmodifiedProgram";
-  EXPECT_TRUE(auto_profile_running());
+  if (!auto_profile_running() || !dir) {
+    std::printf("no auto-profile window is open\n");
+    return 1;
+  }
   std::string out = std::string(dir) + "/auto.txt";
   set_default_exporter([out](const Trace& t, const std::string& d) {
     std::ofstream f(out);
@@ -586,23 +602,20 @@ TEST(ProfilerAutoProfile, Child) {
   Tensor a = full({8}, 1.0, DType::f32, &dev);
   Tensor b = full({8}, 2.0, DType::f32, &dev);
   dev.synchronize();
+  return 0;
 }
 
 TEST(ProfilerAutoProfile, EnvProfilesAnUnmodifiedProgram) {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  ASSERT_GT(n, 0);
-  exe[n] = 0;
   std::string dir = ::testing::TempDir() + "opscope_auto_" + std::to_string(getpid());
-  std::string cmd = "mkdir -p '" + dir + "' && OPSCOPE_PROFILE=1 OPSCOPE_PROFILE_DIR='" + dir + "' '" +
-                    std::string(exe) + "' --gtest_filter=ProfilerAutoProfile.Child >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::filesystem::create_directories(dir);
+  testutil::ChildResult r = testutil::run_child("auto_profile", {"OPSCOPE_PROFILE=1", "OPSCOPE_PROFILE_DIR=" + dir});
+  ASSERT_EQ(r.status, 0) << r.log;
   std::ifstream f(dir + "/auto.txt");
   int ops = 0, kernels = 0;
   std::string d;
   f >> ops >> kernels >> d;
-  EXPECT_EQ(ops, 2);
-  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(ops, 2) << r.log;
+  EXPECT_EQ(kernels, 2) << r.log;
   EXPECT_EQ(d, dir);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  std::filesystem::remove_all(dir);
 }

@@ -3,8 +3,13 @@
 // attach_device_peaks carries them so key_averages reports % of the roof per op.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "opscope/analysis/key_averages.h"
 #include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
@@ -156,4 +161,43 @@ TEST(Roofline, RoofDependsOnTheWorkingSetAndPointsAboveItAreFlagged) {
   analysis::Roofline h = analysis::roofline_from_config(hand);
   EXPECT_DOUBLE_EQ(h.peak_gbps, 40);
   EXPECT_DOUBLE_EQ(h.peak_gflops, 100);
+}
+
+// The README: peaks are measured "with the spread of the repetitions, so a busy machine
+// says so". Above DevicePeaks::kBusySpread the probe warns, with the spread and the way to
+// a quiet measurement; at or below it, not.
+TEST(Probe, ABusyMachinesProbeSaysSo) {
+  const std::string warning =
+      "warning: the probe's repetitions differ by 50%: the machine was busy, its peaks read low\n"
+      "  (save a quiet probe with `opscope probe --save FILE` and pass --peaks FILE)\n";
+  runtime::DevicePeaks p;
+  p.stream_gbps = 10;
+  p.spread = 0.5;
+  EXPECT_TRUE(p.busy());
+  EXPECT_NE(p.summary().find(warning), std::string::npos) << p.summary();
+  EXPECT_TRUE(nlohmann::json::parse(p.to_json())["busy"].get<bool>());
+  EXPECT_EQ(runtime::busy_warning(0.5), warning);
+  for (double quiet : {runtime::DevicePeaks::kBusySpread, 0.02, 0.0}) {
+    p.spread = quiet;
+    EXPECT_FALSE(p.busy()) << quiet;
+    EXPECT_EQ(p.summary().find("warning"), std::string::npos) << p.summary();
+    EXPECT_FALSE(nlohmann::json::parse(p.to_json())["busy"].get<bool>());
+  }
+}
+
+// A saved probe read back (--peaks FILE) says so too when it was taken on a busy machine.
+TEST(Probe, ASavedBusyProbeSaysSoWhenUsed) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("opscope_busy_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "busy.json") << R"({"stream_gbps": 20, "matmul_gflops": 50, "spread": 0.4})";
+  std::ofstream(dir / "quiet.json") << R"({"stream_gbps": 20, "matmul_gflops": 50, "spread": 0.05})";
+  for (const char* which : {"busy", "quiet"}) {
+    testutil::CliResult r = testutil::run_opscope({"profile", "rmsnorm", "--impl", "builtin", "--shape", "8x64",
+                                                   "--iters", "1", "--peaks", (dir / (std::string(which) + ".json")).string(),
+                                                   "--out", (dir / which).string()});
+    ASSERT_EQ(r.status, 0) << r.out;
+    bool warned = r.out.find("warning: the probe's repetitions differ by 40%: the machine was busy") != std::string::npos;
+    EXPECT_EQ(warned, std::string(which) == "busy") << r.out;
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -13,6 +13,7 @@
 
 #include <sched.h>
 
+#include "opscope/core/clock.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/cpu_device.h"
@@ -22,6 +23,19 @@
 using namespace opscope;
 
 namespace {
+
+// Waits until `done()` holds: a gate between threads. The deadline only keeps a broken
+// schedule from hanging the suite (the test then fails on `false`); no test result
+// depends on how long anything takes.
+template <class F>
+bool wait_until(F done) {
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 // Launches a kernel that blocks until `gate` opens, then sets `done`.
 void launch_gated(Device& dev, std::atomic<bool>& gate, std::atomic<int>& done, int value) {
@@ -163,16 +177,19 @@ TEST(Runtime, StaticScheduleGivesEachCoreItsSlice) {
   EXPECT_NE(dev.description().find("static schedule"), std::string::npos) << dev.description();
 }
 
-// The default schedule: a core held up in its chunk (here: asleep in it; in life, a core
-// that was asleep or preempted when the launch began) does not hold up the rest of the
-// launch — the free core runs its own slice, then takes the rest of the other's. The
-// static schedule would leave half the units to the held-up core.
+// The default schedule: a core held up in its chunk (here: held until every other unit
+// is done; in life, a core that was asleep or preempted when the launch began) does not
+// hold up the rest of the launch — the free core runs its own slice, then takes the rest
+// of the other's. The static schedule would leave half the units to the held-up core
+// (and never release it: the gate's deadline fails the test).
 TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
   CpuDevice dev(2, /*pin=*/false, 0, CpuSchedule::steal);
   std::vector<std::atomic<int>> hits(1000);
+  std::atomic<int64_t> units_done{0};
   std::map<std::thread::id, int64_t> units;
   std::thread::id slow;
   std::mutex m;
+  bool released = false;
   launch_split(dev, [&](int64_t b, int64_t e) {
     bool first = false;  // the first chunk to run, on whichever core starts first, is held up
     {
@@ -183,9 +200,11 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
         first = true;
       }
     }
-    if (first) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (first) released = wait_until([&] { return units_done.load() == 1000 - (e - b); });
     for (int64_t i = b; i < e; ++i) hits[i]++;
+    units_done += e - b;
   });
+  EXPECT_TRUE(released) << "the free core did not take the held-up core's chunks";
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);  // every unit exactly once
   ASSERT_EQ(units.size(), 2u);
   // 2 cores x kChunksPerCore chunks: the held-up core did only the first one.
@@ -195,7 +214,10 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
 // On a machine with as many cores as CPUs, the last core shares the host thread's CPU:
 // whenever it works the host waits for a time slice, so it joins only launches that
 // move enough bytes to pay for that. Launches that declare no cost keep every core,
-// and the static schedule keeps every core too.
+// and the static schedule keeps every core too. What a launch is cut into shows how many
+// cores it was given: one slice runs whole on the scheduler core; two slices are cut into
+// 2 x kChunksPerCore chunks (steal) or 2 (static). Where two cores are given, the first
+// chunk holds until the second core has joined, so both take part on any machine.
 TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
   cpu_set_t all;
   CPU_ZERO(&all);
@@ -211,31 +233,50 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
     ~Restore() { sched_setaffinity(0, sizeof(s), &s); }
   } restore{all};
 
-  auto threads_for = [&](CpuDevice& dev, int64_t bytes) {
+  struct Cut {
+    size_t chunks = 0, threads = 0;
+    bool joined = true;  // where chunks > 1: the second core came
+  };
+  auto cut_of = [&](CpuDevice& dev, int64_t bytes) {
     std::set<std::thread::id> threads;
+    std::atomic<int> seen{0};
+    size_t chunks = 0;
+    bool joined = true;
     std::mutex m;
     launch_split(
         dev,
-        [&](int64_t, int64_t) {
+        [&](int64_t b, int64_t e) {
+          bool first;
           {
             std::lock_guard<std::mutex> g(m);
-            threads.insert(std::this_thread::get_id());
+            first = chunks++ == 0;
+            if (threads.insert(std::this_thread::get_id()).second) ++seen;
           }
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time for a woken core to join
+          if (first && e - b < 1000) joined = wait_until([&] { return seen.load() == 2; });
         },
         bytes);
-    return threads.size();
+    return Cut{chunks, threads.size(), joined};
   };
   CpuDevice dev(2, /*pin=*/true, 0, CpuSchedule::steal);
   ASSERT_EQ(dev.cpu_of_core(1), host) << dev.description();
   // The device learns the host's CPU at a submit, and may read it before the first one.
-  threads_for(dev, 1);
-  EXPECT_EQ(threads_for(dev, 1 << 20), 1u);    // 1 MiB: the host keeps its CPU
-  EXPECT_EQ(threads_for(dev, 64 << 20), 2u);   // 64 MiB: both cores
-  EXPECT_EQ(threads_for(dev, 0), 2u);          // cost unknown: both cores
+  cut_of(dev, 1);
+  const size_t steal_chunks = 2 * CpuDevice::kChunksPerCore;
+  Cut small = cut_of(dev, 1 << 20), big = cut_of(dev, 64 << 20), unknown = cut_of(dev, 0);
+  EXPECT_EQ(small.chunks, 1u);  // 1 MiB: one slice, the host keeps its CPU
+  EXPECT_EQ(small.threads, 1u);
+  EXPECT_EQ(big.chunks, steal_chunks);  // 64 MiB: both cores
+  EXPECT_TRUE(big.joined);
+  EXPECT_EQ(big.threads, 2u);
+  EXPECT_EQ(unknown.chunks, steal_chunks);  // cost unknown: both cores
+  EXPECT_TRUE(unknown.joined);
+  EXPECT_EQ(unknown.threads, 2u);
   CpuDevice fixed(2, /*pin=*/true, 0, CpuSchedule::static_slices);
-  threads_for(fixed, 1);
-  EXPECT_EQ(threads_for(fixed, 1 << 20), 2u);  // static: every core, every launch
+  cut_of(fixed, 1);
+  Cut fixed_small = cut_of(fixed, 1 << 20);
+  EXPECT_EQ(fixed_small.chunks, 2u);  // static: every core, every launch
+  EXPECT_TRUE(fixed_small.joined);
+  EXPECT_EQ(fixed_small.threads, 2u);
 }
 
 TEST(Runtime, ScheduleFromTheEnvironment) {
@@ -253,42 +294,64 @@ TEST(Runtime, ScheduleFromTheEnvironment) {
   EXPECT_EQ(CpuDevice(2, false).schedule(), CpuSchedule::steal);
 }
 
+// The scheduler (core 0) runs one launch at a time, looking at the streams in order. A
+// gated kernel on the default stream holds it while a writer (on a later stream) and a
+// reader waiting for the writer's event (on an earlier one) are queued; once free, it
+// finds both queued, and only the event keeps it from running the reader first.
 TEST(Runtime, EventsOrderStreams) {
   CpuDevice dev(2);
-  Stream& s2 = dev.create_stream();
+  Stream& reader = dev.create_stream();
+  Stream& writer = dev.create_stream();
   std::atomic<bool> gate{false};
-  std::atomic<int> done{0};
-  launch_gated(dev, gate, done, 1);  // on the default stream
-  Event e = dev.default_stream().record();
-  s2.wait(e);
+  std::atomic<int> held{0}, done{0};
+  launch_gated(dev, gate, held, 1);  // on the default stream
+  Event e;
+  {
+    StreamGuard g(writer);
+    LaunchSpec spec;
+    spec.name = "write";
+    spec.body = [&](int64_t, int64_t) { done.store(1); };
+    runtime::launch(dev, std::move(spec), {}, {});
+    e = writer.record();
+  }
+  reader.wait(e);
   std::atomic<int> seen{-1};
   {
-    StreamGuard g(s2);
+    StreamGuard g(reader);
     LaunchSpec spec;
     spec.name = "after";
     spec.body = [&](int64_t, int64_t) { seen.store(done.load()); };
     runtime::launch(dev, std::move(spec), {}, {});
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(seen.load(), -1);  // s2 is held back by the event
+  EXPECT_EQ(seen.load(), -1);  // the gate holds everything
   EXPECT_FALSE(e.query());
   gate.store(true);
-  s2.synchronize();
-  EXPECT_EQ(seen.load(), 1);
+  reader.synchronize();
+  EXPECT_EQ(seen.load(), 1);  // the reader ran after the writer
   EXPECT_TRUE(e.query());
 }
 
+// The events around a kernel bracket it: their elapsed time is at least the kernel's own
+// (read by the kernel) and at most the host's wait for both.
 TEST(Runtime, EventElapsedTime) {
   CpuDevice dev(1);
+  int64_t host0 = now_ns();
   Event a = dev.default_stream().record();
+  std::atomic<int64_t> k0{0}, k1{0};
   LaunchSpec spec;
-  spec.name = "sleep";
-  spec.body = [](int64_t, int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  spec.name = "spin";
+  spec.body = [&](int64_t, int64_t) {
+    k0.store(now_ns());
+    while (now_ns() - k0.load() < 1'000'000) {  // 1 ms of work
+    }
+    k1.store(now_ns());
+  };
   runtime::launch(dev, std::move(spec), {}, {});
   Event b = dev.default_stream().record();
   double ms = a.elapsed_ms(b);
-  EXPECT_GE(ms, 4.5);
-  EXPECT_LT(ms, 1000.0);
+  int64_t host1 = now_ns();
+  EXPECT_GE(ms * 1e6, double(k1.load() - k0.load()));
+  EXPECT_LE(ms * 1e6, double(host1 - host0));
 }
 
 TEST(Runtime, KernelErrorSurfacesAtSyncNamingTheOp) {
@@ -343,31 +406,41 @@ TEST(Runtime, ReadingATensorSynchronizes) {
   for (float x : v) EXPECT_EQ(x, 3.0f);
 }
 
+// A read on one stream of what another stream writes waits for the write. As in
+// EventsOrderStreams, a gated kernel holds the scheduler until the write (on a later
+// stream) and the read (on an earlier one) are both queued; then only the dependency
+// keeps the scheduler from running the read first.
 TEST(Runtime, CrossStreamReadWaitsForWriter) {
   CpuDevice dev(2);
-  Stream& s2 = dev.create_stream();
+  Stream& reads = dev.create_stream();
+  Stream& writes = dev.create_stream();
   std::atomic<bool> gate{false};
+  std::atomic<int> held{0};
+  launch_gated(dev, gate, held, 1);  // on the default stream
   Tensor t = empty({4}, DType::f32, &dev);
   {
+    StreamGuard g(writes);
     LaunchSpec spec;
-    spec.name = "slow_write";
+    spec.name = "write";
     float* p = t.data<float>();
-    spec.body = [&gate, p](int64_t, int64_t) {
-      while (!gate.load()) std::this_thread::yield();
+    spec.body = [p](int64_t, int64_t) {
       for (int i = 0; i < 4; ++i) p[i] = 42;
     };
     runtime::launch(dev, std::move(spec), {}, {&t});
   }
-  std::thread opener([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const uint64_t before = reads.submitted();
+  bool queued = false;
+  std::thread opener([&] {  // opens the gate once the read is queued on its stream
+    queued = wait_until([&] { return reads.submitted() > before; });
     gate.store(true);
   });
   std::vector<float> v;
   {
-    StreamGuard g(s2);  // read on another stream: must wait for the write
+    StreamGuard g(reads);
     v = t.to_float_vector();
   }
   opener.join();
+  EXPECT_TRUE(queued);
   for (float x : v) EXPECT_EQ(x, 42.0f);
 }
 

@@ -2,7 +2,11 @@
 // view; the errors for missing, damaged and newer files; atomic writes.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <grp.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +15,7 @@
 #include "opscope/core/error.h"
 #include "opscope/profiler/store.h"
 #include "opscope/profiler/trace.h"
+#include "child_process.h"
 
 namespace opscope::prof {
 namespace {
@@ -269,16 +274,32 @@ TEST_F(Store, UncreatableFolderIsAnErrorNamingIt) {
   EXPECT_EQ(entries(), std::vector<std::string>{"file"});
 }
 
-TEST_F(Store, UnwritableFolderIsAnErrorNamingIt) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere";
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
-  try {
-    export_profile(chain_trace(), dir.string());
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(dir.string()), std::string::npos) << e.what();
+// Saves into OPSCOPE_TEST_FOLDER, which its owner cannot write; prints the error. Root
+// writes anywhere, so as root (CI runs as root) it first becomes the user "nobody".
+OPSCOPE_CHILD_ENTRY(store_unwritable_folder) {
+  if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
+    std::printf("cannot leave root for the user nobody (65534): %s\n", std::strerror(errno));
+    return 3;
   }
+  try {
+    export_profile(chain_trace(), std::getenv("OPSCOPE_TEST_FOLDER"));
+    std::printf("no error\n");
+    return 1;
+  } catch (const Error& e) {
+    std::printf("error: %s\n", e.what());
+    return 0;
+  }
+}
+
+TEST_F(Store, UnwritableFolderIsAnErrorNamingIt) {
+  fs::create_directories(dir);
+  // Readable and searchable by everyone (the user nobody included), writable by no one.
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                           fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  testutil::ChildResult r = testutil::run_child("store_unwritable_folder", {"OPSCOPE_TEST_FOLDER=" + dir.string()});
+  ASSERT_EQ(r.status, 0) << r.log;
+  EXPECT_EQ(r.log.rfind("error: [profile] " + dir.string(), 0), 0u) << r.log;
+  EXPECT_TRUE(fs::is_empty(dir)) << "no temp file left behind";
 }
 
 TEST_F(Store, MissingFolderOrFile) {

@@ -20,6 +20,18 @@ def _fresh_fallback_counts():
     opscope.synchronize()
 
 
+class Gate:
+    """A gate for torch.ops.opscope._test_kernel(x, gate.id, fail): the kernel copies x only
+    once the test opens the gate, so what a test checks while it runs does not depend on
+    timing."""
+
+    def __init__(self):
+        self.id = opscope._C._test_gate_new()
+
+    def open(self):
+        opscope._C._test_gate_open(self.id)
+
+
 def tol(dtype):
     """Absolute/relative tolerance of a dtype's rounding (opscope computes in f32 and rounds once)."""
     return {torch.float32: (1e-5, 1e-5), torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3)}[dtype]

@@ -2,13 +2,12 @@
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
 
 import opscope
-from conftest import assert_close
+from conftest import Gate, assert_close
 
 
 def test_to_and_back_keeps_values_and_dtype(dev):
@@ -96,30 +95,38 @@ def test_cpu_scalar_tensors_join_device_ops(dev):
 def test_launch_returns_before_the_kernel_ends(dev):
     x = torch.randn(256, device=dev)
     opscope.synchronize()
-    t0 = time.perf_counter()
-    y = torch.ops.opscope._test_kernel(x, 300, False)
-    launched = time.perf_counter() - t0
-    y.cpu()
-    total = time.perf_counter() - t0
-    assert launched < 0.1, launched
-    assert total >= 0.3
+    gate = Gate()
+    y = torch.ops.opscope._test_kernel(x, gate.id, False)  # returns with its kernel held at the gate
+    assert not opscope.default_stream().query()
+    gate.open()
     assert torch.equal(y.cpu(), x.cpu())
+    assert opscope.default_stream().query()
 
 
 def test_stream_order_and_sync(dev):
     x = torch.randn(1000, device=dev)
-    y = torch.ops.opscope._test_kernel(x, 100, False)  # slow writer
+    gate = Gate()
+    y = torch.ops.opscope._test_kernel(x, gate.id, False)  # a held writer
     z = y * 2  # queued behind it on the same stream
+    assert not opscope.default_stream().query()
+    gate.open()
     assert_close(z, x.cpu() * 2)
 
 
 def test_kernel_error_surfaces_at_the_next_sync_naming_the_op(dev):
     x = torch.randn(16, device=dev)
     y = torch.ops.opscope._test_kernel(x, 0, True)  # returns: the error is not known yet
-    with pytest.raises(RuntimeError, match=r"\[opscope::_test_kernel\] kernel test_sleep_copy failed"):
+    with pytest.raises(RuntimeError, match=r"\[opscope::_test_kernel\] kernel test_gated_copy failed"):
         y.cpu()
     # The stream recovers after the error was reported.
     assert_close(x * 1, x.cpu())
+
+
+def test_the_test_kernel_refuses_an_unknown_gate(dev):
+    with pytest.raises(RuntimeError, match=r"\[opscope::_test_kernel\] no closed gate -5"):
+        torch.ops.opscope._test_kernel(torch.randn(4, device=dev), -5, False)
+    with pytest.raises(RuntimeError, match=r"no closed gate"):
+        opscope._C._test_gate_open(-5)
 
 
 def test_freed_memory_is_not_reused_while_a_launch_uses_it(dev):
@@ -127,11 +134,13 @@ def test_freed_memory_is_not_reused_while_a_launch_uses_it(dev):
     x = torch.randn(n, device=dev)
     want = x.cpu()
     ptr = x.data_ptr()
-    y = torch.ops.opscope._test_kernel(x, 300, False)  # reads x after 300 ms
+    gate = Gate()
+    y = torch.ops.opscope._test_kernel(x, gate.id, False)  # reads x once the gate opens
     del x
     z = torch.empty(n, device=dev)  # same size: the cache would hand out x's block
     assert z.data_ptr() != ptr
     z.fill_(7.0)
+    gate.open()
     assert torch.equal(y.cpu(), want)
     # Once the launch has retired the block returns to the cache and is reused.
     del z
@@ -145,11 +154,13 @@ def test_streams_from_python(dev):
     s = opscope.Stream()
     assert s != opscope.default_stream()
     x = torch.randn(100, device=dev)
+    gate = Gate()
     with opscope.stream(s):
         assert opscope.current_stream() == s
-        y = torch.ops.opscope._test_kernel(x, 200, False)
+        y = torch.ops.opscope._test_kernel(x, gate.id, False)
         assert not s.query()
     assert opscope.current_stream() == opscope.default_stream()
+    gate.open()
     s.synchronize()
     assert s.query()
     assert torch.equal(y.cpu(), x.cpu())

@@ -37,8 +37,10 @@ inline std::string attach_peaks(const std::string& saved) {
   analysis::attach_device_peaks(json);
   auto j = nlohmann::json::parse(json);
   double gbps = j.value("stream_gbps", j.value("copy_gbps", 0.0));
+  double spread = j.value("spread", 0.0);
   return fmt::format("device peaks: from {} (stream {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s; spread {:.0f}%)\n", saved,
-                     gbps, j.value("matmul_gflops", 0.0), 100 * j.value("spread", 0.0));
+                     gbps, j.value("matmul_gflops", 0.0), 100 * spread) +
+         runtime::busy_warning(spread);
 }
 
 }  // namespace opscope::cli

@@ -52,6 +52,9 @@ void parse_shape(const std::string& s, int64_t& rows, int64_t& hidden) {
   } catch (const std::exception&) {
     fail("--shape", "'{}' is not ROWSxHIDDEN with positive sizes, e.g. 4096x4096", s);
   }
+  int64_t elements = 0;  // (a product past int64 would wrap into a plausible size)
+  if (__builtin_mul_overflow(rows, hidden, &elements) || elements > (int64_t(1) << 60))
+    fail("--shape", "'{}' is {} x {} elements: more than 2^60, past what a tensor can address", s, rows, hidden);
 }
 
 namespace {

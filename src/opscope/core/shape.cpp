@@ -18,6 +18,11 @@ void Dims::too_many(int n) {
   fail("shape", "{} dims requested, at most {} are supported", n, kMaxDims);
 }
 
+int64_t Dims::numel_overflowed() const {
+  if (std::find(begin(), end(), 0) != end()) return 0;
+  fail("shape", "{} has more elements than an int64 can count (2^63 - 1)", str());
+}
+
 std::string Dims::str() const {
   std::string s = "(";
   for (int i = 0; i < n_; ++i) {

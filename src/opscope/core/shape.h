@@ -40,11 +40,13 @@ class Dims {
   }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
 
-  // Product of the dims (1 for a scalar shape).
+  // Product of the dims (1 for a scalar shape). Throws "[shape] ..." when it does not fit
+  // an int64 (a wrapped count would size allocations and loops wrongly).
   int64_t numel() const {
     int64_t n = 1;
-    for (int i = 0; i < n_; ++i) n *= d_[i];
-    return n;
+    bool over = false;
+    for (int i = 0; i < n_; ++i) over |= __builtin_mul_overflow(n, d_[i], &n);
+    return over ? numel_overflowed() : n;
   }
   // "(4, 4096)"
   std::string str() const;
@@ -58,6 +60,7 @@ class Dims {
 
  private:
   [[noreturn]] static void too_many(int n);
+  int64_t numel_overflowed() const;  // 0 when a dim is 0, else throws
   std::array<int64_t, kMaxDims> d_{};
   int n_ = 0;
 };

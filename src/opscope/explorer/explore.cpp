@@ -14,7 +14,14 @@ int explore_main(const std::vector<std::string>& dirs, const ExploreOptions& opt
   std::ostream& log = options.log ? *options.log : std::cout;
   std::vector<ProfilePtr> profiles;
   std::vector<std::string> failed;
+  std::vector<std::string> paths;  // a folder of profiles opens each of them
   for (const auto& dir : dirs) {
+    std::vector<std::string> inside = profiles_in(dir);
+    if (inside.size() > 1 || inside.front() != dir)
+      log << fmt::format("  {}: {} profile{} in the folder\n", dir, inside.size(), inside.size() == 1 ? "" : "s");
+    paths.insert(paths.end(), inside.begin(), inside.end());
+  }
+  for (const auto& dir : paths) {
     auto start = std::chrono::steady_clock::now();
     ProfilePtr p = open_profile(dir);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -34,8 +41,8 @@ int explore_main(const std::vector<std::string>& dirs, const ExploreOptions& opt
     return 1;
   }
   if (!failed.empty())
-    log << fmt::format("opscope explore: {} of {} profiles loaded; not loaded: {}\n", dirs.size() - failed.size(),
-                       dirs.size(), fmt::join(failed, ", "));
+    log << fmt::format("opscope explore: {} of {} profiles loaded; not loaded: {}\n", paths.size() - failed.size(),
+                       paths.size(), fmt::join(failed, ", "));
   try {
     ExplorerServer server(std::move(profiles), options);
     int port = server.bind();

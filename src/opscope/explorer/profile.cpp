@@ -1,10 +1,12 @@
 #include "opscope/explorer/profile.h"
 
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <thread>
 
 #include "opscope/importer/import.h"
+#include "opscope/importer/job.h"
 #include "opscope/profiler/store.h"
 
 namespace opscope::explorer {
@@ -65,6 +67,27 @@ ProfilePtr open_profile(const std::string& path) {
   } catch (const std::exception& e) {
     return Profile::failed(label, path, e.what());
   }
+}
+
+namespace {
+bool is_profile(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(p, ec)) return std::filesystem::exists(p, ec);
+  return std::filesystem::exists(p / prof::kProfileDbFile, ec) || importer::is_trace_path(p.string()) ||
+         importer::is_job_dir(p.string());  // DIR/rank-N: one job, opened as one
+}
+}  // namespace
+
+std::vector<std::string> profiles_in(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (is_profile(path) || !fs::is_directory(path, ec)) return {path};
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(path, ec))
+    if (entry.is_directory(ec) && is_profile(entry.path())) found.push_back(entry.path().string());
+  if (found.empty()) return {path};
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace opscope::explorer

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -56,5 +57,12 @@ using ProfilePtr = std::shared_ptr<const Profile>;
 // Loads a saved profile folder (or profile.db); on any error returns a failed Profile
 // whose error names the path. The label is the folder's last component.
 ProfilePtr open_profile(const std::string& path);
+
+// The profiles a path given to `opscope explore` holds: the path itself when it is one (a
+// folder with profile.db, a profile.db, a trace file, a folder of traces, a job's folder
+// of rank-N profiles), else its
+// subfolders that are, in name order (`opscope profile --out p` writes p/naive,
+// p/builtin, p/compiled). A folder with neither comes back as is: opening it says why.
+std::vector<std::string> profiles_in(const std::string& path);
 
 }  // namespace opscope::explorer

@@ -142,9 +142,14 @@ ImportResult import_traces(const std::vector<std::string>& paths, const ImportOp
   std::vector<FileReport> reports;
   for (size_t i = 0; i < raws.size(); ++i) {
     ctx.prefix = many ? fmt::format("rank {} ", ranks[i]) : "";
+    size_t before = trace.events.size();
     reports.push_back(append_trace(raws[i], trace, ctx, many ? ranks[i] : -1));
     reports.back().rank = ranks[i];  // a lone file's distributedInfo rank too (its tracks stay rank -1)
     raws[i] = RawTrace{};  // its events are in the trace now
+    // JSON with nothing to show would open as an empty profile that looks like a working one.
+    if (trace.events.size() == before)
+      fail("import", "{}: no events{}: not a torch.profiler trace, or one that recorded nothing", files[i],
+           reports.back().warnings.empty() ? "" : " (" + reports.back().warnings.front() + ")");
   }
   sort_events(trace.events);
 

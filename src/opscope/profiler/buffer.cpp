@@ -31,14 +31,6 @@ ThreadState* dead_state() {
   return s;
 }
 
-bool use_tsc() {
-  static const bool v = [] {
-    const char* off = std::getenv("OPSCOPE_PROFILE_NO_TSC");
-    return tsc_invariant() && !(off && *off == '1');
-  }();
-  return v;
-}
-
 // Retires this thread's ring when the thread exits: its records stay for the next
 // collection, which then frees the ring.
 struct Reaper {

@@ -4,16 +4,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace opscope::prof::detail {
-
-std::atomic<bool> g_use_tsc{false};
 
 bool tsc_invariant() {
   unsigned a, b, c, d;
   if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007) return false;
   __get_cpuid(0x80000007, &a, &b, &c, &d);
   return d & (1u << 8);  // invariant TSC
+}
+
+bool use_tsc() {
+  static const bool v = [] {
+    const char* off = std::getenv("OPSCOPE_PROFILE_NO_TSC");
+    return tsc_invariant() && !(off && *off == '1');
+  }();
+  return v;
 }
 
 Anchor take_anchor() {

@@ -12,7 +12,6 @@
 #pragma once
 #include <x86intrin.h>
 
-#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -20,11 +19,12 @@
 
 namespace opscope::prof::detail {
 
-// Set once before the first recording; read by hooks.
-extern std::atomic<bool> g_use_tsc;
 bool tsc_invariant();
+// Whether the hooks read the TSC: it is invariant and OPSCOPE_PROFILE_NO_TSC is not 1
+// (decided once per process, at the first recording thread).
+bool use_tsc();
 
-// A host timestamp for the hot path: TSC ticks when g_use_tsc, else ns.
+// A host timestamp for the hot path: TSC ticks when `tsc` (use_tsc()), else ns.
 inline int64_t host_ticks(bool tsc) { return tsc ? int64_t(__rdtsc()) : now_ns(); }
 
 struct Anchor {

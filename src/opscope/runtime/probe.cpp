@@ -176,11 +176,14 @@ std::string DevicePeaks::summary() const {
   std::string out = fmt::format("device peaks: stream {:.1f} GB/s ({}; copy {:.1f}), f32 matmul {:.1f} GFLOP/s; "
                                 "spread {:.0f}% over repetitions\n",
                                 stream_gbps, kernel, copy_gbps, matmul_gflops, 100 * spread);
-  if (busy())
-    out += fmt::format("warning: the probe's repetitions differ by {:.0f}%: the machine was busy, its peaks read low\n"
-                       "  (save a quiet probe with `opscope probe --save FILE` and pass --peaks FILE)\n",
-                       100 * spread);
-  return out;
+  return out + busy_warning(spread);
+}
+
+std::string busy_warning(double spread) {
+  if (!(spread > DevicePeaks::kBusySpread)) return "";
+  return fmt::format("warning: the probe's repetitions differ by {:.0f}%: the machine was busy, its peaks read low\n"
+                     "  (save a quiet probe with `opscope probe --save FILE` and pass --peaks FILE)\n",
+                     100 * spread);
 }
 
 DevicePeaks measure_peaks(Device& dev, const ProbeOptions& o) {

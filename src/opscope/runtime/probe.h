@@ -51,6 +51,10 @@ struct DevicePeaks {
   std::string summary() const;
 };
 
+// The warning a probe of this spread prints ("" at or below DevicePeaks::kBusySpread):
+// the machine was busy, its peaks read low. Also for a saved probe read back (--peaks).
+std::string busy_warning(double spread);
+
 struct ProbeOptions {
   int64_t copy_bytes = int64_t(128) << 20;  // the largest working set; beyond the last-level cache
   int64_t matmul_n = 1024;

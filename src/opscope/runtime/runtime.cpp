@@ -1,5 +1,7 @@
 #include "opscope/runtime/runtime.h"
 
+#include <algorithm>
+
 #include "opscope/core/clock.h"
 #include "opscope/core/error.h"
 #include "opscope/core/pool_allocator.h"
@@ -14,8 +16,14 @@ alignas(128) std::atomic<uint64_t> g_next_launch{1};
 }
 
 Tensor allocate(const Shape& shape, DType dtype, Device& dev) {
+  const char* op = OpScope::current()[0] ? OpScope::current() : "empty";
   for (int64_t d : shape)
-    if (d < 0) fail(OpScope::current()[0] ? OpScope::current() : "empty", "negative dimension in shape {}", shape.str());
+    if (d < 0) fail(op, "negative dimension in shape {}", shape.str());
+  int64_t bytes = itemsize(dtype);
+  bool over = false;
+  for (int64_t d : shape) over |= __builtin_mul_overflow(bytes, d, &bytes);
+  if (over && std::find(shape.begin(), shape.end(), 0) == shape.end())
+    fail(op, "shape {} of {} is more than 2^63 bytes", shape.str(), dtype_name(dtype));
   Block b = dev.allocator().allocate(size_t(shape.numel()) * itemsize(dtype));
   auto st = std::allocate_shared<Storage>(PoolAllocator<Storage>(), dev, b);
   return Tensor(std::move(st), shape, contiguous_strides(shape), 0, dtype);

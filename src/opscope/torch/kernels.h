@@ -106,6 +106,6 @@ void embedding_kernel(const c10::OperatorHandle& op, Stack* s);
 void clone_kernel(const c10::OperatorHandle& op, Stack* s);
 void arange_kernel(const c10::OperatorHandle& op, Stack* s);
 void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s);
-void test_kernel(const c10::OperatorHandle& op, Stack* s);  // opscope::_test_kernel
+void test_kernel(const c10::OperatorHandle& op, Stack* s);  // opscope::_test_kernel (waits at a gate)
 
 }  // namespace opscope::torch_bridge

@@ -24,6 +24,8 @@ void bind_profiler(py::module_& m);  // profiler.cpp
 void bind_compile(py::module_& m);   // compile.cpp
 void bind_c10d(py::module_& m);      // c10d_bind.cpp
 Device& device(int64_t index);
+int64_t test_gate_new();             // ops_nn.cpp: gates for opscope::_test_kernel
+void test_gate_open(int64_t gate);
 
 namespace {
 // `with opscope.stream(s):` guards, innermost last (entered and left on one thread).
@@ -104,6 +106,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_fallback_stats", &reset_fallback_stats);
   m.def("set_fallback_warnings", &set_fallback_warnings);
   m.def("_profile_events", &profile_events);
+  m.def("_test_gate_new", &test_gate_new);
+  m.def("_test_gate_open", &test_gate_open);
   bind_profiler(m);
   bind_compile(m);
   bind_c10d(m);

@@ -147,7 +147,7 @@ TORCH_LIBRARY_IMPL(_, AutogradPrivateUse1, m) { m.fallback(torch::CppFunction::m
 // opscope's own ops: torch.ops.opscope.rms_norm (Python: opscope.ops.rms_norm).
 TORCH_LIBRARY(opscope, m) {
   m.def("rms_norm(Tensor x, Tensor weight, float eps=1e-6) -> Tensor");
-  m.def("_test_kernel(Tensor x, int sleep_ms, bool fail) -> Tensor");
+  m.def("_test_kernel(Tensor x, int gate, bool fail) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(opscope, PrivateUse1, m) {
   m.impl("rms_norm", boxed<rms_norm_kernel>());

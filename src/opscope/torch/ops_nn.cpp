@@ -3,7 +3,11 @@
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/GradMode.h>
 
+#include <atomic>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -239,22 +243,57 @@ void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   c.ret(to_torch(rms_norm(xt, wt, c.arg(2).toDouble())));
 }
 
-// opscope::_test_kernel(x, sleep_ms, fail): one launch that sleeps, then copies x (or
-// throws). The tests use it to see asynchrony, kernel errors and memory lifetime.
+// Gates for opscope::_test_kernel: a test holds a kernel at one, so what it checks
+// while the kernel runs (asynchrony, stream order, memory lifetime) does not depend on
+// how the machine schedules threads.
+namespace {
+std::mutex g_gates_m;
+std::map<int64_t, std::shared_ptr<std::atomic<bool>>> g_gates;  // closed gates
+int64_t g_next_gate = 1;
+}  // namespace
+
+int64_t test_gate_new() {
+  std::lock_guard<std::mutex> g(g_gates_m);
+  g_gates[g_next_gate] = std::make_shared<std::atomic<bool>>(false);
+  return g_next_gate++;
+}
+
+void test_gate_open(int64_t gate) {
+  std::lock_guard<std::mutex> g(g_gates_m);
+  auto it = g_gates.find(gate);
+  if (it == g_gates.end()) fail("opscope::_test_gate_open", "no closed gate {}", gate);
+  it->second->store(true);
+  g_gates.erase(it);
+}
+
+// opscope::_test_kernel(x, gate, fail): one launch that waits at `gate` (0: none), then
+// copies x (or throws). A gate not opened within a minute fails the kernel, so a test that
+// forgets to open it fails instead of hanging.
 void test_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
   Tensor x = from_torch(c.tensor(0), c.name()).contiguous();
-  int64_t ms = c.arg(1).toInt();
+  int64_t gate_id = c.arg(1).toInt();
   bool failing = c.arg(2).toBool();
+  std::shared_ptr<std::atomic<bool>> gate;
+  if (gate_id != 0) {
+    std::lock_guard<std::mutex> g(g_gates_m);
+    auto it = g_gates.find(gate_id);
+    if (it == g_gates.end()) fail(c.name(), "no closed gate {}", gate_id);
+    gate = it->second;
+  }
   AtenScope scope(c.name(), {&x});
   Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
   LaunchSpec spec;
-  spec.name = "test_sleep_copy";
+  spec.name = "test_gated_copy";
   const char* src = static_cast<const char*>(x.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
   size_t n = size_t(x.nbytes());
   spec.body = [=](int64_t, int64_t) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (gate && !gate->load()) {
+      if (std::chrono::steady_clock::now() > give_up) throw std::runtime_error("its gate was never opened");
+      std::this_thread::yield();
+    }
     if (failing) throw std::runtime_error("test kernel failed on purpose");
     std::memcpy(dst, src, n);
   };
