@@ -229,7 +229,9 @@ TEST(ExplorerAnalyses, TheSummaryDrawsEachRanksAnalysesWithTheirTimelineRanges) 
     int64_t idle = 0;
     for (const json& k : r["idle"]) {
       idle += k["ns"].get<int64_t>();
-      if (k["gaps"].get<int64_t>() > 0) EXPECT_GT(k["t1"].get<int64_t>(), k["t0"].get<int64_t>()) << k;
+      if (k["gaps"].get<int64_t>() > 0) {
+        EXPECT_GT(k["t1"].get<int64_t>(), k["t0"].get<int64_t>()) << k;
+      }
     }
     EXPECT_EQ(idle, r["idle_ns"].get<int64_t>());
     EXPECT_EQ(r["overlap"]["comm_ns"], 2 * 100'000);
