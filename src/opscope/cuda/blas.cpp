@@ -9,6 +9,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/cuda/check.h"
+#include "opscope/cuda/cublas_lib.h"
 #include "opscope/cuda/cuda_device.h"
 #include "opscope/cuda/gemm_call.h"
 #include "opscope/cuda/kernels.h"
@@ -54,9 +55,10 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
   spec.body = [=](int64_t, int64_t) {
     const cuda_impl::GemmCall& c = *g;
     cublasHandle_t h = cuda_impl::current_blas();
+    const cuda_impl::CublasLib& lib = cuda_impl::cublas();
     float alpha = 1.0f, beta = 0.0f;  // CUBLAS_COMPUTE_32F scales in f32 for every type
     if (c.uniform && c.batch > 1) {
-      OPSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      OPSCOPE_CUBLAS_CHECK(lib.gemm_strided_batched_ex(
           h, op_of(c.transa), op_of(c.transb), int(c.m), int(c.n), int(c.k), &alpha, A, type, int(c.lda), c.stride_a,
           B, type, int(c.ldb), c.stride_b, &beta, C, type, int(c.ldc), c.stride_c, int(c.batch), CUBLAS_COMPUTE_32F,
           CUBLAS_GEMM_DEFAULT));
@@ -65,7 +67,7 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
     for (int64_t i = 0; i < c.batch; ++i) {
       int64_t oa = c.uniform ? 0 : c.offset_a[size_t(i)], ob = c.uniform ? 0 : c.offset_b[size_t(i)],
               oc = c.uniform ? 0 : c.offset_c[size_t(i)];
-      OPSCOPE_CUBLAS_CHECK(cublasGemmEx(h, op_of(c.transa), op_of(c.transb), int(c.m), int(c.n), int(c.k), &alpha,
+      OPSCOPE_CUBLAS_CHECK(lib.gemm_ex(h, op_of(c.transa), op_of(c.transb), int(c.m), int(c.n), int(c.k), &alpha,
                                         A + oa * isz, type, int(c.lda), B + ob * isz, type, int(c.ldb), &beta,
                                         C + oc * isz, type, int(c.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }

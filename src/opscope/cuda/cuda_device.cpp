@@ -10,6 +10,7 @@
 #include "opscope/core/error.h"
 #include "opscope/core/futex.h"
 #include "opscope/cuda/check.h"
+#include "opscope/cuda/cublas_lib.h"
 #include "opscope/runtime/op_scope.h"
 #if __has_include("opscope/profiler/cupti.h")
 #include "opscope/profiler/cupti.h"
@@ -54,7 +55,7 @@ void throw_cuda_error(cudaError_t e, const char* call) {
        cudaGetErrorName(e));
 }
 void throw_cublas_error(cublasStatus_t s, const char* call) {
-  fail(current_op(), "cuda:{}: {} failed: {}", current_ordinal(), call, cublasGetStatusString(s));
+  fail(current_op(), "cuda:{}: {} failed: {}", current_ordinal(), call, cublas().status_string(s));
 }
 
 // ---- availability ----
@@ -201,7 +202,7 @@ CudaDevice::~CudaDevice() {
   cudaSetDevice(ordinal_);
   allocator().empty_cache();  // the backend goes with this object
   for (Lane& l : lanes_) {
-    if (l.blas) cublasDestroy(l.blas);
+    if (l.blas) cublas().destroy(l.blas);
     if (l.blas_workspace) cudaFree(l.blas_workspace);
     if (l.stream) cudaStreamDestroy(l.stream);
   }
@@ -480,11 +481,12 @@ cublasHandle_t current_blas() {
         e = cudaMalloc(&ws, kBlasWorkspace);
       }
       OPSCOPE_CUDA_CHECK(e);
-      OPSCOPE_CUBLAS_CHECK(cublasCreate(&h));
-      OPSCOPE_CUBLAS_CHECK(cublasSetStream(h, lane->stream));  // resets the workspace: set it after
-      OPSCOPE_CUBLAS_CHECK(cublasSetWorkspace(h, ws, kBlasWorkspace));
+      const CublasLib& lib = cublas();
+      OPSCOPE_CUBLAS_CHECK(lib.create(&h));
+      OPSCOPE_CUBLAS_CHECK(lib.set_stream(h, lane->stream));  // resets the workspace: set it after
+      OPSCOPE_CUBLAS_CHECK(lib.set_workspace(h, ws, kBlasWorkspace));
     } catch (...) {
-      if (h) cublasDestroy(h);
+      if (h) cublas().destroy(h);
       if (ws) cudaFree(ws);
       throw;
     }
