@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using opscope::testutil::CliResult;
 using opscope::testutil::run_opscope;
+using opscope::testutil::run_opscope_stdout;
 
 namespace {
 
@@ -51,11 +52,22 @@ class CliAdvise : public ::testing::Test {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// The command's output as JSON; when it is not, the failure shows what was printed.
-json parse_output(const CliResult& r) {
-  json doc = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) ADD_FAILURE() << "not JSON (exit " << r.status << "):\n" << r.out;
-  return doc;
+// Runs an `opscope ... --json` command: its stdout alone (stderr may carry progress, such
+// as "[compile] ... building" when a build takes over a second), with stderr appended to
+// `out` only when stdout is not JSON.
+struct JsonRun {
+  CliResult r;
+  json doc;
+};
+JsonRun run_json(const std::vector<std::string>& args) {
+  std::string err;
+  JsonRun j{run_opscope_stdout(args, err), {}};
+  j.doc = json::parse(j.r.out, nullptr, /*allow_exceptions=*/false);
+  if (j.doc.is_discarded()) {
+    j.r.out += "\n(stderr:)\n" + err;
+    ADD_FAILURE() << "not JSON (exit " << j.r.status << "):\n" << j.r.out;
+  }
+  return j;
 }
 
 }  // namespace
@@ -68,9 +80,8 @@ TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
   EXPECT_TRUE(has(r.out, "silu → mul")) << r.out;                            // SwiGLU
   EXPECT_TRUE(has(r.out, "launch cost")) << r.out;
 
-  CliResult j = run_opscope({"advise", (dir / "llama" / "eager").string(), "--json", "--limit", "3"});
+  auto [j, doc] = run_json({"advise", (dir / "llama" / "eager").string(), "--json", "--limit", "3"});
   ASSERT_EQ(j.status, 0) << j.out;
-  json doc = parse_output(j);
   ASSERT_FALSE(doc.is_discarded());
   ASSERT_EQ(doc["suggestions"].size(), 3u);
   // The tiny decoder's kernels run in microseconds while the host launches each op, so the
@@ -90,10 +101,9 @@ TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
   EXPECT_EQ(w["text"].get<std::string>().empty(), !significant) << w;
   // The profile's device peaks carry the generated kernels' math costs: SwiGLU's fused
   // kernel is priced with the generated silu, not the eager one.
-  CliResult all = run_opscope({"advise", (dir / "llama" / "eager").string(), "--json", "--limit", "0"});
+  auto [all, every] = run_json({"advise", (dir / "llama" / "eager").string(), "--json", "--limit", "0"});
   ASSERT_EQ(all.status, 0) << all.out;
   int swiglu = 0;
-  json every = json::parse(all.out);
   for (auto& s : every["suggestions"])
     if (s["pattern"] == "silu → mul") {
       ++swiglu;
@@ -111,10 +121,9 @@ TEST_F(CliAdvise, RanksTheDecodersFusableSequences) {
 }
 
 TEST_F(CliAdvise, VerifyCompilesTheRegionsAndReportsPredictedAndRealized) {
-  CliResult r = run_opscope({"advise", (dir / "llama" / "eager").string(), "--verify", "--top", "3", "--reps", "1",
-                             "--json"});
+  auto [r, v] = run_json({"advise", (dir / "llama" / "eager").string(), "--verify", "--top", "3", "--reps", "1",
+                          "--json"});
   ASSERT_EQ(r.status, 0) << r.out;
-  json v = parse_output(r);
   ASSERT_FALSE(v.is_discarded());
   ASSERT_FALSE(v["checks"].empty()) << r.out;
   for (auto& c : v["checks"]) {
@@ -183,9 +192,8 @@ TEST_F(CliAdvise, VerifyRefusesImportedAndUnknownWorkloads) {
 TEST_F(CliAdvise, VerifyReRunsTheRmsNormCaseStudy) {
   // Five alternated runs (medians): one run of 8x64 kernels on two shared cores can be
   // preempted and invert the eager/compiled order by itself.
-  CliResult r = run_opscope({"advise", (dir / "rms" / "naive").string(), "--verify", "--reps", "5", "--json"});
+  auto [r, v] = run_json({"advise", (dir / "rms" / "naive").string(), "--verify", "--reps", "5", "--json"});
   ASSERT_EQ(r.status, 0) << r.out;
-  json v = parse_output(r);
   ASSERT_FALSE(v.is_discarded());
   EXPECT_EQ(v["workload"], "RMSNorm 8x64 f32, 2 calls per run");
   ASSERT_EQ(v["checks"].size(), 2u) << r.out;

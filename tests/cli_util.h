@@ -51,4 +51,28 @@ inline CliResult run_opscope(const std::vector<std::string>& args) {
   return run_shell(cmd + " 2>&1");
 }
 
+// As run_opscope, but `out` is stdout alone (output a test parses, such as --json) and
+// stderr goes to `err`: progress the tool prints there, such as the compiler's "[compile]
+// ... building" line that only a build slower than a second prints, is not part of it.
+inline CliResult run_opscope_stdout(const std::vector<std::string>& args, std::string& err) {
+  namespace fs = std::filesystem;
+  static int next = 0;
+  fs::path err_file = fs::temp_directory_path() /
+                      ("opscope_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(next++) + ".txt");
+  std::string cmd = shell_quote(opscope_binary());
+  for (const std::string& a : args) cmd += ' ' + shell_quote(a);
+  CliResult r = run_shell(cmd + " 2>" + shell_quote(err_file.string()));
+  FILE* f = std::fopen(err_file.c_str(), "r");
+  err.clear();
+  if (f) {
+    std::array<char, 4096> buf;
+    size_t got;
+    while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) err.append(buf.data(), got);
+    std::fclose(f);
+  }
+  std::error_code ec;
+  fs::remove(err_file, ec);
+  return r;
+}
+
 }  // namespace opscope::testutil

@@ -48,7 +48,7 @@ TEST(CpuCores, OpscopeCpuCoresSetsTheCount) {
 }
 
 TEST(CpuCores, ABadCountIsAnErrorNamingTheVariable) {
-  for (const char* bad : {"0", "-2", "two", "3x", "5000"})
+  for (const char* bad : {"0", "3x", "5000"})  // (each a process: cpu() is made once)
     EXPECT_EQ(cores_with({std::string("OPSCOPE_CPU_CORES=") + bad}),
               std::string("error: [OPSCOPE_CPU_CORES] '") + bad + "' is not a core count (1..4096)")
         << bad;

@@ -87,7 +87,9 @@ TEST(ImportBadInput, EveryCommandRefusesJsonThatIsNotATrace) {
   using testutil::run_opscope;
   TempDir dir("import_not_trace_cli");
   std::string good = dir.write("good.json", small_trace());
-  for (const char* text : {R"({"a": 1})", "[]"}) {
+  // (Which JSON gives no events is JsonWithNoEventsIsAnErrorNamingTheFile's; here, one such
+  // file through each command.)
+  for (const char* text : {R"({"a": 1})"}) {
     std::string bad = dir.write("bad.json", std::string(text));
     const std::vector<std::vector<std::string>> commands = {{"table", bad},
                                                             {"diff", good, bad},
