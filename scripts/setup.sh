@@ -2,7 +2,8 @@
 # Installs what opscope needs from Debian's packages (only what is missing), then
 # configures and builds into build/ (or $OPSCOPE_BUILD_DIR) with any extra cmake flags given:
 # every target, or only those in $OPSCOPE_BUILD_TARGETS (space-separated, e.g. opscope_cli).
-# OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium).
+# OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium) and what the
+# fuzzers need (clang-16 and its libFuzzer runtime: scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config
   libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy)
-[ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium)
+[ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium clang-16 libclang-rt-16-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
