@@ -3,7 +3,8 @@
 # warning fails CI), run the C++ suite, the PyTorch device's pytest suite, the explorer's
 # UI unit tests and its browser tests (headless Chromium), then the C++ suite again under
 # AddressSanitizer +
-# UndefinedBehaviorSanitizer (scripts/test-sanitizers.sh, its own build in build-asan/).
+# UndefinedBehaviorSanitizer (scripts/test-sanitizers.sh, its own build in build-asan/), and
+# last the libFuzzer targets for a minute each (scripts/fuzz.sh, its own build in build-fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OPSCOPE_TEST_DEPS=1 scripts/setup.sh -DOPSCOPE_WERROR=ON
@@ -17,3 +18,5 @@ echo "== Python suite (the PyTorch device; Debian's interpreter, which has torch
 PYTHONPATH=build/python /usr/bin/python3 -m pytest -q tests/python
 echo "== C++ suite under ASan + UBSan"
 scripts/test-sanitizers.sh
+echo "== fuzzing: the readers of untrusted input, 60 s a target (scripts/fuzz.sh, its own build in build-fuzz/)"
+scripts/fuzz.sh 60
