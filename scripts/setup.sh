@@ -2,7 +2,8 @@
 # Installs what opscope needs from Debian's packages (only what is missing), then
 # configures and builds into build/ (or $OPSCOPE_BUILD_DIR) with any extra cmake flags given:
 # every target, or only those in $OPSCOPE_BUILD_TARGETS (space-separated, e.g. opscope_cli).
-# OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium). Then
+# OPSCOPE_TEST_DEPS=1 also installs what the browser tests need (Chromium) and what the
+# fuzzers need (clang-16 and its libFuzzer runtime: scripts/fuzz.sh). Then
 # scripts/install.sh puts `opscope` on PATH and makes `import opscope` work from any folder
 # under /usr/bin/python3 (OPSCOPE_INSTALL=0: not; scripts/uninstall.sh undoes it).
 set -euo pipefail
@@ -14,7 +15,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy
   clang)
-[ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium)
+[ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium clang-16 libclang-rt-16-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

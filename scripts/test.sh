@@ -5,7 +5,8 @@
 # (after each suite, every skipped test is listed and any skip other than "no GPU" or "no
 # CUDA toolkit" fails the run: scripts/check_skips.py, docs/TESTING.md), then the C++
 # suite again under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/test-sanitizers.sh,
-# its own build in build-asan/).
+# its own build in build-asan/), and last the libFuzzer targets for a minute each
+# (scripts/fuzz.sh, its own build in build-fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OPSCOPE_TEST_DEPS=1 scripts/setup.sh -DOPSCOPE_WERROR=ON
@@ -26,3 +27,5 @@ echo "== Python suite: skipped tests"
 scripts/check_skips.py build/pytest-junit.xml
 echo "== C++ suite under ASan + UBSan"
 scripts/test-sanitizers.sh
+echo "== fuzzing: the readers of untrusted input, 60 s a target (scripts/fuzz.sh, its own build in build-fuzz/)"
+scripts/fuzz.sh 60

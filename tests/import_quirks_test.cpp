@@ -148,5 +148,25 @@ TEST(ImportQuirks, A100kBNameSurvivesWhole) {
   EXPECT_EQ(r.trace.events[0].name, name);
 }
 
+// Found by fuzz_kineto_json: a baseTimeNanoseconds near INT64_MAX overflowed base + ts
+// (UBSan). A base outside 1970..2096 is an error naming the file and the field; the
+// largest that fits still loads, its times exact.
+TEST(ImportQuirks, BaseTimeOutOfRangeIsAnErrorNamingTheField) {
+  TempDir dir("quirk_base_time");
+  auto trace = [](const std::string& base) {
+    return R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 10, "dur": 2}],
+               "baseTimeNanoseconds": )" + base + "}";
+  };
+  for (const char* base : {"9223372036854775807", "4000000000000000001", "-1"}) {
+    std::string p = dir.write("b.json", trace(base));
+    EXPECT_EQ(import_error(p), "[import] " + p + ": baseTimeNanoseconds " + base +
+                                   " is not a time from 1970 to 2096 (ns since the epoch)");
+  }
+  importer::ImportResult r = importer::import_traces({dir.write("ok.json", trace("4000000000000000000"))});
+  EXPECT_EQ(r.trace.wall_time_ns, 4000000000000010000);
+  const prof::TraceEvent& a = only(r.trace, EventKind::op, "a");
+  EXPECT_EQ(a.t1 - a.t0, 2000);
+}
+
 }  // namespace
 }  // namespace opscope::test

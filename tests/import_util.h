@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "opscope/analysis/key_averages.h"
 #include "opscope/importer/import.h"
+#include "opscope/importer/trace_file.h"
 #include "opscope/profiler/trace.h"
 
 namespace opscope::test {
@@ -44,6 +46,18 @@ inline json h100() {
           {"computeMinor", 0}, {"numSms", 132}};
 }
 
+// OPSCOPE_TEST_TRACES_OUT=DIR: every trace file a test writes is also copied to DIR, named
+// by the test (scripts/fuzz.sh seeds the importer's fuzz targets with the suite's traces).
+inline void keep_for_fuzzing(const std::string& name, const std::string& text) {
+  const char* out = std::getenv("OPSCOPE_TEST_TRACES_OUT");
+  if (!out || !importer::is_trace_file_name(name)) return;
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string test = info ? std::string(info->test_suite_name()) + "." + info->name() : "setup";
+  std::ofstream(std::filesystem::path(out) / (test + "-" + std::filesystem::path(name).filename().string()),
+                std::ios::binary)
+      << text;
+}
+
 class TempDir {
  public:
   explicit TempDir(const std::string& name)
@@ -55,6 +69,7 @@ class TempDir {
   std::string file(const std::string& name) const { return (path_ / name).string(); }
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(file(name), std::ios::binary) << text;
+    keep_for_fuzzing(name, text);
     return file(name);
   }
   std::string write(const std::string& name, const json& j) const { return write(name, j.dump()); }

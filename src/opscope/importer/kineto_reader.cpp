@@ -226,7 +226,11 @@ class Reader final : public TraceParts {
     } else if (is(key, "distributedInfo")) {
       distributed_info(v);
     } else if (is(key, "baseTimeNanoseconds")) {
+      // The epoch ns of ts 0, held to the range of a time (1970 to 2096): with a larger
+      // one, base + ts would leave int64.
       int64_t b = integer(v);
+      if (b != kNone && (b < 0 || b > kMaxMicros * 1000))
+        fail("import", "{}: baseTimeNanoseconds {} is not a time from 1970 to 2096 (ns since the epoch)", t_.file, b);
       if (b != kNone) t_.has_base_time = true, t_.base_time_ns = b;
     } else if (is(key, "schemaVersion")) {
       t_.schema_version = std::string(token(v));
