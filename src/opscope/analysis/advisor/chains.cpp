@@ -16,9 +16,15 @@ ChainKey chain_key(const ProfileOps& p, const Chain& c) {
     ctx.resize(k);
   }
   ChainKey key;
-  for (auto s : ctx) key.context += (key.context.empty() ? "" : "/") + generalize(s);
+  for (auto s : ctx) {
+    if (!key.context.empty()) key.context += '/';
+    key.context += generalize(s);
+  }
   if (c.epilogue_of) key.pattern = c.epilogue_of->ev->name;
-  for (const Op* o : c.ops) key.pattern += (key.pattern.empty() ? "" : " → ") + o->ev->name;
+  for (const Op* o : c.ops) {
+    if (!key.pattern.empty()) key.pattern += " → ";
+    key.pattern += o->ev->name;
+  }
   // The region to compile; a ProfilerStep is the loop's iteration, not a region.
   key.scope = ctx.empty() || ctx.back().rfind("ProfilerStep#", 0) == 0 ? "" : std::string(ctx.back());
   return key;
