@@ -6,7 +6,11 @@ checked. The C++ example runs in tests/readme_test.cpp; docs/TESTING.md maps the
 other claims to their tests."""
 import contextlib
 import io
+import os
 import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,7 @@ README = ROOT / "README.md"
 
 def python_blocks():
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert len(blocks) == 3, "the README's Python examples changed: update this test and docs/TESTING.md"
+    assert len(blocks) == 4, "the README's Python examples changed: update this test and docs/TESTING.md"
     return blocks
 
 
@@ -57,7 +61,7 @@ def test_the_python_examples_run_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the profiler example writes opscope-profile/ here
     ns = readers_names()
     given = dict(ns)
-    device_block, profiler_block, compile_block = python_blocks()
+    device_block, profiler_block, compile_block, _ = python_blocks()
     want = given["model"](given["x"]).detach()  # before the example moves the model
 
     # The device: the model runs on opscope's device, printing synchronizes, the fused kernel.
@@ -86,6 +90,36 @@ def test_the_python_examples_run_as_written(tmp_path, monkeypatch):
     assert x.device == ns["dev"]  # the device example moved it
     assert [k for r in f.report(x, ns["w"]) for k in r.kernels] == [named]
     torch.testing.assert_close(ns["y"].cpu(), naive_rms_norm(x.cpu(), ns["w"].cpu()), atol=1e-5, rtol=1e-5)
+
+
+def test_the_distributed_example_runs_as_written_on_two_ranks(tmp_path):
+    """The torch.distributed block, as written, in two processes that torchrun's env://
+    variables join: all_reduce of ones sums to 2 on each rank."""
+    block = python_blocks()[3]
+    script = tmp_path / "readme_dist.py"
+    script.write_text(block)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+                   LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2",
+                   PYTHONPATH=str(Path(opscope.__file__).resolve().parents[1]))  # this opscope, from any folder
+        procs.append(subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail("the README's distributed example did not finish in 120 s")
+        outs.append(out)
+        assert p.returncode == 0, out
+    for out in outs:
+        assert "tensor([2., 2., 2., 2.])" in out, out
 
 
 def test_the_files_and_folders_the_readme_names_exist():
