@@ -19,16 +19,6 @@ namespace {
 
 using prof::EventKind;
 
-// The message of the Error that importing `path` throws ("" when none).
-std::string import_error(const std::string& path) {
-  try {
-    importer::import_traces({path});
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 json small_trace() {
   json ev = json::array();
   ev.push_back(x_event("cpu_op", "aten::add", 1, 1, 10, 20, {{"External id", 1}}));

@@ -13,15 +13,6 @@ namespace {
 
 using prof::EventKind;
 
-std::string import_error(const std::string& path) {
-  try {
-    importer::import_traces({path});
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 bool has_warning(const importer::ImportResult& r, const std::string& part) {
   for (const std::string& w : r.warnings)
     if (w.find(part) != std::string::npos) return true;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "opscope/analysis/key_averages.h"
+#include "opscope/core/error.h"
 #include "opscope/importer/import.h"
 #include "opscope/importer/trace_file.h"
 #include "opscope/profiler/trace.h"
@@ -97,5 +98,15 @@ inline const prof::Track& track_of(const prof::Trace& t, const prof::TraceEvent&
 }
 
 inline json config(const prof::Trace& t) { return json::parse(t.config_json); }
+
+// The message of the Error that importing `path` throws ("" when none).
+inline std::string import_error(const std::string& path) {
+  try {
+    importer::import_traces({path});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace opscope::test
