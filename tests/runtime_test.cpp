@@ -464,6 +464,47 @@ TEST(Allocator, SizesRound) {
   EXPECT_EQ(CachingAllocator::round_size(1), 512u);
   EXPECT_EQ(CachingAllocator::round_size(513), 1024u);
   EXPECT_EQ(CachingAllocator::round_size((1 << 20) + 1), size_t(2 << 20));
+  // From 64 KiB, eighths of the next power of two: a growing KV cache's steps share blocks.
+  EXPECT_EQ(CachingAllocator::round_size(65536), 65536u);
+  EXPECT_EQ(CachingAllocator::round_size(65537), 65536u + 16384u);
+  EXPECT_EQ(CachingAllocator::round_size(327680), 327680u);          // 5 x 64 KiB
+  EXPECT_EQ(CachingAllocator::round_size(327680 + 8192), 393216u);   // the next step: 6 x 64 KiB
+  EXPECT_EQ(CachingAllocator::round_size(393216 - 8192), 393216u);   // shares that block
+}
+
+// Blocks under 1 MiB are cut from 2 MiB chunks (one OS allocation for many; fresh pages
+// fault in a huge page at a time), and the chunks go back to the OS only when none of
+// their blocks is in use. Under AddressSanitizer each block is its own allocation.
+TEST(Allocator, SmallBlocksShareChunksThatGoBackWhenAllAreFree) {
+  CpuDevice dev(1);
+  CachingAllocator& a = dev.allocator();
+  a.empty_cache();
+  auto before = a.stats();
+  std::vector<Block> blocks;
+  for (int i = 0; i < 12; ++i) blocks.push_back(a.allocate(size_t(100 + i) << 10));  // 100-111 KiB: 112 KiB each
+  auto st = a.stats();
+  if (!CachingAllocator::kChunkedSmallBlocks) {  // ASan: every block an allocation of its own
+    EXPECT_EQ(st.num_os_allocs - before.num_os_allocs, 12);
+    for (Block& b : blocks) a.free(b);
+    a.empty_cache();
+    EXPECT_EQ(a.stats().reserved, before.reserved);
+    return;
+  }
+  EXPECT_EQ(st.num_os_allocs - before.num_os_allocs, 1) << "12 x 112 KiB fit one 2 MiB chunk";
+  EXPECT_EQ(st.reserved - before.reserved, 2 << 20);
+  for (size_t i = 1; i < blocks.size(); ++i)  // cut in order, none overlapping
+    EXPECT_EQ(static_cast<char*>(blocks[i].ptr) - static_cast<char*>(blocks[i - 1].ptr), 112 << 10);
+  Block last = blocks.back();
+  blocks.pop_back();
+  for (Block& b : blocks) a.free(b);
+  a.empty_cache();  // one block still in use: the chunk stays
+  EXPECT_EQ(a.stats().reserved - before.reserved, 2 << 20);
+  a.free(last);
+  a.empty_cache();
+  EXPECT_EQ(a.stats().reserved, before.reserved);
+  Block again = a.allocate(100 << 10);  // a fresh chunk after the old one went back
+  EXPECT_EQ(a.stats().num_os_allocs - before.num_os_allocs, 2);
+  a.free(again);
 }
 
 TEST(Allocator, TensorKeptAliveByPendingKernel) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,11 +14,11 @@ namespace opscope {
 
 struct AllocatorStats {
   int64_t allocated = 0;       // bytes in blocks handed out now
-  int64_t reserved = 0;        // bytes held from the OS (allocated + cached)
+  int64_t reserved = 0;        // bytes held from the OS (allocated + cached + the uncut part of a chunk)
   int64_t peak_allocated = 0;  // high-water mark of `allocated`
   int64_t num_allocs = 0;      // allocate() calls
   int64_t num_cache_hits = 0;  // allocate() calls served from the cache
-  int64_t num_os_allocs = 0;   // allocate() calls that went to the OS
+  int64_t num_os_allocs = 0;   // allocate() calls that went to the OS (small blocks: for a new chunk)
   int64_t capacity = 0;        // bytes `reserved` may reach (0: no limit of its own)
 };
 
@@ -49,21 +50,29 @@ class CachingAllocator {
   // this thread, the bytes asked, allocated / reserved / capacity).
   Block allocate(size_t nbytes);
   void free(Block b);
-  // Returns every cached (free) block to the OS.
+  // Returns every cached (free) block to the OS; small blocks' chunks only once no small
+  // block is in use.
   void empty_cache();
   AllocatorStats stats() const;
   // The most bytes the allocator may hold from the OS (cached blocks included); 0: no
   // limit but the OS's. Lowering it under `reserved` only refuses later allocations.
   void set_capacity(int64_t bytes);
 
-  // Small requests round up to 512 B, large ones to 2 MiB (huge-page sized).
+  // Small requests round up to 512 B (from 64 KiB: to an eighth of the next power of two),
+  // large ones (1 MiB on) to 2 MiB (huge-page sized).
   static size_t round_size(size_t nbytes);
+  // Whether small blocks of host memory are cut from 2 MiB chunks on huge pages (not under
+  // AddressSanitizer, which then sees each block as its own allocation).
+  static const bool kChunkedSmallBlocks;
 
  private:
   void* reserve_and_alloc(size_t size);  // null: over capacity or refused by the OS
   [[noreturn]] void fail_out_of_memory(size_t size) const;
   void* os_alloc(size_t size);
   void os_free(void* p, size_t size);
+  // A small block cut from the current chunk, or from a new one (*new_chunk set).
+  void* carve(size_t size, bool* new_chunk);
+  bool chunked(size_t size) const;
 
   int device_index_;
   const AllocatorBackend* backend_;  // null: host memory (the CPU device)
@@ -72,6 +81,13 @@ class CachingAllocator {
   alignas(64) mutable SpinLock m_;
   std::map<size_t, std::vector<void*>> free_;  // cached blocks by rounded size
   AllocatorStats stats_;
+  // The chunks small blocks are cut from; they go back to the OS only together, when no
+  // small block is in use (small_live_ == 0).
+  std::mutex carve_m_;
+  std::vector<void*> chunks_;
+  char* chunk_next_ = nullptr;
+  size_t chunk_left_ = 0;
+  int64_t small_live_ = 0;
 };
 
 }  // namespace opscope
