@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -69,6 +70,36 @@ TEST(HostEngine, OrderedAfterItsProducerAndBeforeItsConsumer) {
   Tensor c = add(b, b);  // default stream: waits for the engine's write of b
   gate.store(true);
   for (float v : c.to_float_vector()) EXPECT_EQ(v, 16.0f);
+}
+
+// A kernel that waits for a long engine launch (a consumer of a collective) does not keep
+// the scheduler polling, taking a CPU from the engine's transfer: it sleeps until the
+// engine's launch retires, then runs the kernel.
+TEST(HostEngine, SchedulerSleepsWhileAKernelWaitsForTheEngine) {
+  CpuDevice dev(2, false);
+  HostEngine engine(dev);
+  std::atomic<bool> gate{false};
+  Tensor b = empty({4}, DType::f32, &dev);
+  float* pb = b.data<float>();
+  engine.launch(spec_of("collective", [&gate, pb](int64_t, int64_t) {
+    while (!gate.load()) std::this_thread::yield();
+    for (int i = 0; i < 4; ++i) pb[i] = 3;
+  }), {}, {&b});
+  Tensor c = add(b, b);  // queued on the default stream, waiting for the engine
+  // Its submit woke the scheduler. A scheduler that polls while its only launch waits
+  // sleeps at most once more (it may have been on its way to sleep at the submit); this
+  // one sleeps, and is woken again whenever a collective would end. A condition wait: the
+  // bound only turns a hang into a failure.
+  uint64_t n0 = dev.scheduler_sleeps();
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (dev.scheduler_sleeps() < n0 + 2 && std::chrono::steady_clock::now() < give_up) {
+    engine.stream().device().notify_progress();  // as the end of another collective would
+    std::this_thread::yield();
+  }
+  EXPECT_GE(dev.scheduler_sleeps(), n0 + 2) << "the scheduler kept polling while its only kernel waited for the engine";
+  EXPECT_FALSE(dev.default_stream().query());
+  gate.store(true);
+  for (float v : c.to_float_vector()) EXPECT_EQ(v, 6.0f);
 }
 
 // Stream::wait orders the engine after everything the caller's stream queued so far.

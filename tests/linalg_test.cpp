@@ -7,6 +7,7 @@
 #include <string>
 
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/matmul.h"
 #include "opscope/ops/ops.h"
 
 using namespace opscope;
@@ -172,6 +173,47 @@ TEST(Matmul, SixteenBitTypes) {
                  naive(ab.to_float_vector(), bb.to_float_vector(), 6, 6, 5, 4, [](int64_t i) { return i / 3; },
                        [](int64_t i) { return i % 3; }),
                  rtol, 0.05, std::string(dtype_name(dt)) + " batched");
+  }
+}
+
+// One row of A against a weight's rows (decode at batch 1: x @ w^T, q @ k^T): a
+// matrix-vector product that reads each weight once (kernels/cpu/gemv), in every dtype,
+// with the vector's tail (K not a multiple of 16), strided x, and a weight whose rows are
+// longer than K. Other layouts stay sgemm calls.
+TEST(Matmul, OneRowAgainstAWeightIsAMatrixVectorProduct) {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    double rtol = dt == DType::f32 ? 1e-5 : dt == DType::bf16 ? 1e-2 : 2e-3, atol = dt == DType::f32 ? 1e-4 : 0.05;
+    std::string name(dtype_name(dt));
+    for (int64_t K : {1, 15, 16, 17, 70, 2049})
+      for (int64_t N : {1, 3, 300}) {
+        Tensor x = randn({1, K}, uint64_t(K), dt), w = randn({N, K}, uint64_t(N * 7 + K), dt);
+        Tensor wt = w.transpose(0, 1);
+        Tensor y = matmul(x, wt);
+        ASSERT_EQ(y.shape(), (Shape{1, N}));
+        expect_close(y.to_float_vector(), naive2d(x, wt.contiguous()), rtol, atol * std::sqrt(double(K)),
+                     fmt::format("{} (1, {}) @ ({}, {})^T", name, K, N, K));
+      }
+    // x strided along K (a column of a matrix), rows of w longer than K (a slice).
+    Tensor xs = randn({70, 3}, 90, dt).slice(1, 1, 2).transpose(0, 1);  // (1, 70), stride 3
+    Tensor ws = randn({40, 80}, 91, dt).slice(1, 5, 75);                  // (40, 70), row stride 80
+    expect_close(matmul(xs, ws.transpose(0, 1)).to_float_vector(),
+                 naive2d(xs.contiguous(), ws.contiguous().transpose(0, 1).contiguous()), rtol, atol * 9,
+                 name + " strided x, sliced w");
+    // Decode attention, q @ k^T per head.
+    Tensor q = randn({3, 1, 16}, 92, dt), k = randn({3, 10, 16}, 93, dt);
+    Tensor kt = k.transpose(1, 2);
+    auto id = [](int64_t i) { return i; };
+    expect_close(matmul(q, kt).to_float_vector(),
+                 naive(q.to_float_vector(), kt.contiguous().to_float_vector(), 3, 1, 16, 10, id, id), rtol, atol * 4,
+                 name + " batched q @ k^T");
+    // The routing: only the decode shape takes the matrix-vector kernel.
+    Tensor out = empty({1, 300}, dt);
+    Tensor x1 = randn({1, 70}, 94, dt), w1 = randn({300, 70}, 95, dt);
+    EXPECT_EQ(cpu_kernels::matmul_spec(out, x1, w1.transpose(0, 1)).name, "gemv_" + name);
+    Tensor out2 = empty({2, 300}, dt), x2 = randn({2, 70}, 96, dt);
+    EXPECT_EQ(cpu_kernels::matmul_spec(out2, x2, w1.transpose(0, 1)).name, "matmul_" + name);
+    Tensor b_rows = randn({70, 300}, 97, dt);  // (K, N) row-major: columns of B are not rows
+    EXPECT_EQ(cpu_kernels::matmul_spec(out, x1, b_rows).name, "matmul_" + name);
   }
 }
 

@@ -43,4 +43,10 @@ inline std::string attach_peaks(const std::string& saved) {
          runtime::busy_warning(spread);
 }
 
+// The copy rate (GB/s, bytes read + written) of the peaks attach_peaks(saved) attached.
+inline double attached_copy_gbps(const std::string& saved) {
+  if (saved.empty()) return runtime::device_peaks(cpu()).copy_gbps;
+  return nlohmann::json::parse(analysis::load_device_peaks(saved)).value("copy_gbps", 0.0);
+}
+
 }  // namespace opscope::cli

@@ -22,6 +22,9 @@ namespace {
 // launches without a futex wake, short enough not to burn a core for nothing.
 constexpr int64_t kSchedulerSpinNs = 50'000;
 constexpr int64_t kHelperSpinNs = 20'000;
+// A scheduler whose queued launch waits for another device's stream sleeps this long at a
+// time: that device does not wake it (engines of its own streams do, at once).
+constexpr int64_t kBlockedSleepNs = 200'000;
 // A core on the CPU the host thread runs on (with as many cores as CPUs, the last one)
 // takes a time slice from the host whenever it works: the host's next launches wait.
 // It joins only launches this big (bytes moved, plus flops at 4 per byte); measured on
@@ -134,6 +137,14 @@ void CpuDevice::notify_work() {
     seen = {instance_, c};
     submit_cpu_.store(c, std::memory_order_relaxed);
   }
+  wake_scheduler();
+}
+
+// An engine retired a launch (its stream's `completed` moved, seq_cst): a launch on the
+// cores may have been waiting for it while the scheduler slept.
+void CpuDevice::notify_progress() { wake_scheduler(); }
+
+void CpuDevice::wake_scheduler() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (sched_sleeping_.load(std::memory_order_relaxed)) {
     work_signal_.fetch_add(1, std::memory_order_seq_cst);
@@ -145,6 +156,26 @@ bool CpuDevice::any_queued() {
   int n = num_streams();
   for (int i = 0; i < n; ++i)
     if (!stream(i).engine() && stream(i).has_queued()) return true;
+  return false;
+}
+
+// Queued and no longer waiting for another stream: what the cores can run now.
+bool CpuDevice::any_ready() {
+  int n = num_streams();
+  for (int i = 0; i < n; ++i)
+    if (!stream(i).engine() && stream(i).ready_head()) return true;
+  return false;
+}
+
+// A queued launch waits for a stream of another device, whose progress nobody announces.
+bool CpuDevice::waits_on_other_device() {
+  int n = num_streams();
+  for (int i = 0; i < n; ++i) {
+    if (stream(i).engine()) continue;
+    if (Launch* l = stream(i).head())
+      for (auto& [s, seq] : l->waits)
+        if (&s->device() != this && s->completed() < seq) return true;
+  }
   return false;
 }
 
@@ -172,19 +203,27 @@ void CpuDevice::scheduler_loop() {
       move_off_host_cpu();
     // Idle: poll the queues for a while, then sleep until a submit wakes us. The poll
     // yields now and then: should the host thread share this CPU, it gets to run.
+    // Launches still waiting for another stream (a collective on an engine, say) do not
+    // keep it polling: it sleeps, and the engine's notify_progress wakes it.
     int64_t t0 = now_ns();
-    bool queued = false;
-    for (int k = 1; !(queued = any_queued()); ++k) {
+    bool ready = false;
+    for (int k = 1; !(ready = any_ready()); ++k) {
       _mm_pause();
       if (k % 64 == 0) {
         if (now_ns() - t0 > kSchedulerSpinNs) break;
         sched_yield();
       }
     }
-    if (queued) continue;
+    if (ready) continue;
     uint32_t sig = work_signal_.load(std::memory_order_acquire);
     sched_sleeping_.store(true, std::memory_order_seq_cst);
-    if (!any_queued() && !stop_.load()) futex_wait(work_signal_, sig);
+    if (!any_ready() && !stop_.load()) {
+      sleeps_.fetch_add(1, std::memory_order_relaxed);
+      if (waits_on_other_device())
+        futex_wait_for(work_signal_, sig, kBlockedSleepNs);
+      else
+        futex_wait(work_signal_, sig);
+    }
     sched_sleeping_.store(false, std::memory_order_relaxed);
   }
 }

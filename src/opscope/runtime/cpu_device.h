@@ -38,15 +38,21 @@ class CpuDevice final : public Device {
   int num_cores() const override { return num_cores_; }
   std::string description() const override;
   void notify_work() override;
+  void notify_progress() override;
   // The CPU core `core` is pinned to, and the CPU the creating thread ran on (core 0,
   // the polling scheduler, avoids it when it can).
   int cpu_of_core(int core) const { return cpu_of_core_[core].load(std::memory_order_relaxed); }
   int host_cpu() const { return host_cpu_; }
   CpuSchedule schedule() const { return schedule_; }
+  // How often core 0 (the scheduler) went to sleep: it polls only while it can run something.
+  uint64_t scheduler_sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
 
  private:
   void scheduler_loop();
   bool any_queued();
+  bool any_ready();
+  bool waits_on_other_device();
+  void wake_scheduler();
   void move_off_host_cpu();
   void helper_loop(int core);
   void execute(Launch& l, Stream& s);
@@ -68,6 +74,7 @@ class CpuDevice final : public Device {
   // Scheduler wake-up; the host reads sched_sleeping_ at every launch.
   alignas(64) std::atomic<uint32_t> work_signal_{0};
   std::atomic<bool> sched_sleeping_{false};
+  std::atomic<uint64_t> sleeps_{0};
 
   // Fan-out of one launch (a job) over the cores. job_ is written before job_word_
   // publishes the job and stays valid until job_done_ reaches its chunk count.

@@ -44,6 +44,9 @@ class Device {
 
   // Called by Stream::submit: there is new work.
   virtual void notify_work() = 0;
+  // Called by a stream's engine when it finished a launch: launches of the device's own
+  // streams may have waited for it.
+  virtual void notify_progress() {}
 
   static Device* by_index(int index);
 

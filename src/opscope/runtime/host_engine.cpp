@@ -64,6 +64,7 @@ void HostEngine::run() {
     for (auto& [s, seq] : l->waits) s->wait_for(seq);
     execute(*l);
     stream_.retire_head();
+    stream_.device().notify_progress();
   }
 }
 

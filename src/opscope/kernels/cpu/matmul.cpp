@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "opscope/kernels/cpu/gemv.h"
 #include "opscope/kernels/cpu/half_rows.h"
 
 namespace opscope::cpu_kernels {
@@ -119,6 +120,26 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
     }
   };
   int64_t sam = a_st[nd - 2], sak = a_st[nd - 1], sbk = b_st[nd - 2], sbn = b_st[nd - 1];
+  // One row of A (decode at batch 1): a matrix-vector product over B's columns, read once
+  // as they lie (gemv.h). Columns of B contiguous along K are rows of a weight [N, K].
+  const bool gemv_rows_of_b = M == 1 && (K == 1 || sbk == 1) && (N == 1 || sbn >= K);
+  const int64_t ldw = N == 1 ? std::max<int64_t>(K, 1) : sbn;
+  if (gemv_rows_of_b) {
+    spec.name = fmt::format("gemv_{}", dtype_name(out.dtype()));
+    OPSCOPE_DISPATCH_FLOAT(out.dtype(), T, [&] {
+      const T* ap = a.data<T>();
+      const T* bp = b.data<T>();
+      T* cp = out.data<T>();
+      spec.body = [=](int64_t begin, int64_t end) {
+        std::vector<float> xf(static_cast<size_t>(K));
+        for_slices(begin, end, [&](int64_t ao, int64_t bo, int64_t co, int64_t lo, int64_t hi) {
+          if (by_rows) lo = 0, hi = N;  // M = N = 1
+          gemv_rows(bp + bo + lo * sbn, ldw, ap + ao, sak, cp + co + lo, hi - lo, K, xf.data());
+        });
+      };
+    });
+    return spec;
+  }
   if (out.dtype() == DType::f32) {
     Layout la = layout_of(a), lb = layout_of(b);
     const float* ap = a.data<float>();
