@@ -12,12 +12,15 @@ Nodes it cannot lower run eagerly on the device, with one warning each: the resu
 never wrong. Module parameters and buffers are inputs of the graph, not constants, so a
 changed weight needs no recompile.
 """
+import builtins
 import operator
 import warnings
 
 import torch
+import torch.nn.modules.module as _module_hooks
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as _get_dispatch_modes
 
 from . import _C
 
@@ -211,6 +214,39 @@ def _lower_cat(n, ref):
     return [("concat", [ref(x) for x in xs], [dim % _val(n).dim()], [], 0)]
 
 
+def _lower_split(n, ref):
+    """split's value is a list: its items (getitem nodes) are slices of its input."""
+    _tensor_ref(n.args[0])
+    return []
+
+
+def _split_bounds(n):
+    x = n.args[0]
+    dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0)
+    size = _val(x).shape[dim]
+    if n.target is aten.split_with_sizes.default:
+        sizes = list(n.args[1])
+    else:
+        step = n.args[1]
+        sizes = [min(step, size - i) for i in range(0, size, step)] if step > 0 else [size]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return dim % _val(x).dim(), starts, sizes
+
+
+def _lower_split_item(split, i):
+    dim, starts, sizes = _split_bounds(split)
+    return [("slice", [split.args[0]], [dim, starts[i], starts[i] + sizes[i], 1], [], 0)]
+
+
+def _lower_embedding(n, ref):
+    w, idx = n.args[:2]
+    if len(n.args) > 2 and n.args[2] != -1 or any(bool(a) for a in n.args[3:]):
+        raise _Unlowered("padding_idx, scale_grad_by_freq or sparse")
+    if _val(idx).dtype not in (torch.int64, torch.int32):
+        raise _Unlowered(f"indices of dtype {_val(idx).dtype}")
+    return [("embedding", [ref(w), ref(idx)], [], [], 0)]
+
+
 def _lower_rms_norm(n, ref):
     x, w, eps = n.args
     return [("rms_norm", [ref(x), ref(w)], [], [float(eps)], 0)]
@@ -231,7 +267,10 @@ LOWERINGS.update({
     aten.slice.Tensor: _lower_slice,
     aten.mm.default: _lower_mm, aten.bmm.default: _lower_mm, aten.addmm.default: _lower_addmm,
     aten._to_copy.default: _lower_to_copy, aten.gelu.default: _lower_gelu, aten.cat.default: _lower_cat,
+    aten.split.Tensor: _lower_split, aten.split_with_sizes.default: _lower_split,
+    aten.embedding.default: _lower_embedding,
 })
+_SPLITS = (aten.split.Tensor, aten.split_with_sizes.default)
 if hasattr(torch.ops, "opscope") and hasattr(torch.ops.opscope, "rms_norm"):
     LOWERINGS[torch.ops.opscope.rms_norm.default] = _lower_rms_norm
 _VIEWS = {"reshape", "expand", "permute", "transpose", "unsqueeze", "squeeze", "slice"}
@@ -253,9 +292,10 @@ class _Segment:
         self.program = {}    # node -> list of instructions (refs as nodes / negative locals)
 
 
-def lower_graph(gm):
+def lower_graph(gm, folded=()):
     """Splits gm's graph into steps: ("region", _Segment) of lowered nodes, ("eager", node).
-    Returns (steps, {node: reason} for the nodes left eager)."""
+    Nodes in `folded` are constants of the plan (computed once). Returns (steps, {node:
+    reason} for the nodes left eager)."""
     steps, eager_reasons = [], {}
     current = _Segment()
 
@@ -266,7 +306,7 @@ def lower_graph(gm):
         current = _Segment()
 
     for n in gm.graph.nodes:
-        if n.op in ("placeholder", "output", "get_attr"):
+        if n.op in ("placeholder", "output", "get_attr") or n in folded:
             continue
         if n.op == "call_function" and n.target is operator.getitem:
             src = n.args[0]
@@ -276,6 +316,10 @@ def lower_graph(gm):
                 current.nodes.append(n)
                 current.program[n] = "alias"
                 continue
+            if src in current.program and src.target in _SPLITS:
+                current.nodes.append(n)
+                current.program[n] = _lower_split_item(src, n.args[1])
+                continue
             flush()
             steps.append(("eager", n))
             continue
@@ -284,7 +328,7 @@ def lower_graph(gm):
             if lower is None:
                 raise _Unlowered("no lowering")
             # native_layer_norm's value is a tuple: its input's dtype is the one that counts
-            _check_dtype(n.args[0] if n.target is aten.native_layer_norm.default else n)
+            _check_dtype(n.args[0] if n.target is aten.native_layer_norm.default or n.target in _SPLITS else n)
             prog = lower(n, _tensor_ref)
         except _Unlowered as e:
             eager_reasons[n] = str(e)
@@ -297,15 +341,108 @@ def lower_graph(gm):
     return steps, eager_reasons
 
 
-def _is_view_only(region):
-    return all(p == "alias" or all(i[0] in _VIEWS for i in p) for p in region.program.values())
+_MATMULS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
+# Ops a plan must not compute ahead of time: their values differ per call.
+_NONDETERMINISTIC = ("rand", "normal", "bernoulli", "dropout", "uniform", "empty", "multinomial", "poisson")
+
+
+def _worth_compiling(region):
+    """Whether compiling the region can beat its eager ops: two or more ops that launch
+    (one fused kernel for several), or a matmul (a library call with strides folded in)."""
+    computing = 0
+    for n in region.nodes:
+        prog = region.program[n]
+        if prog == "alias" or not any(i[0] not in _VIEWS for i in prog):
+            continue
+        computing += 2 if n.target in _MATMULS else 1
+    return computing >= 2
+
+
+def _mutable(node):
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and schema.is_mutable
+
+
+def origin(node):
+    """(aten op, module calls around it) of an fx node: what a kernel made from it names."""
+    schema = getattr(node.target, "_schema", None)
+    op = schema.name if schema is not None else getattr(node.target, "__name__", str(node.target))
+    return op, tuple(node.meta.get("opscope_modules", ()))
+
+
+def foldable_nodes(gm, state=()):
+    """Nodes whose value does not change between calls: they depend on no argument, only on
+    constants and on the module's state (`state`: parameters' and buffers' placeholders) —
+    a causal mask built with full + triu, or sliced from a buffer and compared. Returns
+    (the ones unfolded nodes read, every foldable node, those that read the state)."""
+    folded, stateful = set(), set()
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or _mutable(n) or any(_mutable(u) for u in n.users):
+            continue
+        name = str(getattr(n.target, "__name__", n.target))
+        if any(w in name for w in _NONDETERMINISTIC):
+            continue
+        deps = n.all_input_nodes
+        if all(d in folded or d.op == "get_attr" or d in state for d in deps):
+            folded.add(n)
+            if any(d in state or d in stateful for d in deps):
+                stateful.add(n)
+    kept = {n for n in folded if any(u not in folded for u in n.users)}
+    return kept, folded, stateful
+
+
+def _keep_where_not(mask, dtype):
+    return (~mask).to(dtype)
+
+
+def _fill_where(mask, value, dtype):
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, value)
+
+
+_keep_where_not.__name__ = "opscope::masked_fill_keep"
+_fill_where.__name__ = "opscope::masked_fill_value"
+
+
+def rewrite_constant_masks(gm, state=()):
+    """masked_fill(x, m, v) with a mask that does not change between calls (GPT-2's causal
+    mask, sliced from a buffer) becomes x * keep + fill, keep and fill computed once with
+    the mask: two elementwise ops a matmul takes as its epilogue, where masked_fill would
+    run torch's CPU kernel. Equal to masked_fill for finite x (an infinite x under the
+    mask gives NaN instead of v)."""
+    _, folded, _ = foldable_nodes(gm, state)
+    g = gm.graph
+    changed = False
+    for n in list(g.nodes):
+        if n.op != "call_function" or n.target is not aten.masked_fill.Scalar:
+            continue
+        x, m, v = n.args[:3]
+        if m not in folded or not isinstance(v, (int, float)) or not isinstance(x, torch.fx.Node):
+            continue
+        xv = _val(x)
+        if not xv.is_floating_point():
+            continue
+        meta = torch.empty(_val(m).shape, dtype=xv.dtype, device="meta")
+        with g.inserting_before(n):
+            keep = g.call_function(_keep_where_not, (m, xv.dtype))
+            fill = g.call_function(_fill_where, (m, float(v), xv.dtype))
+            kept = g.call_function(aten.mul.Tensor, (x, keep))
+            out = g.call_function(aten.add.Tensor, (kept, fill))
+        for k, val in ((keep, meta), (fill, meta), (kept, n.meta["val"]), (out, n.meta["val"])):
+            k.meta.update(n.meta)
+            k.meta["val"] = val
+        n.replace_all_uses_with(out)
+        g.erase_node(n)
+        changed = True
+    if changed:
+        gm.recompile()
 
 
 class _CompiledRegion:
-    """One output of a region: the program of the nodes it needs, compiled by opscope."""
+    """A region's nodes that its outputs need, as one program compiled by opscope: one
+    graph computes every output (values two consumers share are computed once)."""
 
-    def __init__(self, name, region, out, explain, disabled):
-        needed, stack = set(), [out]
+    def __init__(self, name, region, outs, explain, disabled):
+        needed, stack = set(), list(outs)
         while stack:
             n = stack.pop()
             if n in needed or n not in region.program:
@@ -325,31 +462,40 @@ class _CompiledRegion:
                     if isinstance(r, torch.fx.Node) and r not in region.program and r not in index:
                         index[r] = len(inputs)
                         inputs.append(r)
-        program = []
+        program, origins, origin_of = [], [], {}
         for n in region.nodes:
             if n not in needed:
                 continue
             if region.program[n] == "alias":
                 index[n] = index[n.args[0]]
                 continue
+            where = origin(n)
+            if where not in origin_of:
+                origin_of[where] = len(origins)
+                origins.append(where)
             for instr in region.program[n]:
                 op, refs, ints, floats, flag = instr
                 here = len(inputs) + len(program)
                 resolved = [index[r] if isinstance(r, torch.fx.Node) else here + r for r in refs]
-                program.append(_C._Instr(op, resolved, list(ints), list(floats), flag))
+                program.append(_C._Instr(op, resolved, list(ints), list(floats), flag, origin_of[where]))
             index[n] = len(inputs) + len(program) - 1
         self.inputs = inputs
-        self.output = out
+        self.outputs = list(outs)
+        self.nodes = [n for n in region.nodes if n in needed]
         self.ops = [i.op for i in program]
-        self.fn = _C._Region(name, program, len(inputs), index[out], explain, disabled)
+        self.origins = origins
+        self.fn = _C._Region(name, program, len(inputs), [index[o] for o in outs], explain, disabled, origins)
 
 
 class _Plan:
     """A traced and lowered graph for one input signature."""
 
-    def __init__(self, name, gm, explain, disabled=()):
+    def __init__(self, name, gm, explain, disabled=(), n_state=0):
         self.gm = gm
-        steps, reasons = lower_graph(gm)
+        self.state = [n for n in gm.graph.nodes if n.op == "placeholder"][:n_state]
+        rewrite_constant_masks(gm, self.state)
+        self.folded, everything, self.stateful = foldable_nodes(gm, self.state)
+        steps, reasons = lower_graph(gm, everything)
         self.eager_reasons = reasons
         users_after = {}
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -364,42 +510,201 @@ class _Plan:
                 self.steps.append(("eager", item))
                 continue
             region = item
-            last = order[region.nodes[-1]]
-            outs = [n for n in region.nodes if users_after.get(n, -1) > last or any(u.op == "output" for u in n.users)]
-            computing = sum(1 for n in region.nodes if region.program[n] != "alias" and
-                            any(i[0] not in _VIEWS for i in region.program[n]))
-            if computing < 2:  # one kernel either way: the eager op is that kernel
-                self.steps.extend(("eager", n) for n in region.nodes)
+            if not _worth_compiling(region):  # one kernel either way: the eager op is that kernel
+                self.steps.extend(("eager", n) for n in region.nodes if n.target not in _SPLITS)
                 continue
-            for out in outs:
-                self.steps.append(("region", _CompiledRegion(name, region, out, explain, list(disabled))))
+            last = order[region.nodes[-1]]
+            outs = [n for n in region.nodes if n.target not in _SPLITS and
+                    (users_after.get(n, -1) > last or any(u.op == "output" for u in n.users))]
+            if outs:
+                self.steps.append(("region", _CompiledRegion(name, region, outs, explain, list(disabled))))
         self.regions = [s[1] for s in self.steps if s[0] == "region"]
 
-    def _bind(self):
-        """What run() needs of the graph, found once: placeholders, constants, the output."""
-        nodes = list(self.gm.graph.nodes)
-        self._placeholders = [n for n in nodes if n.op == "placeholder"]
-        self._constants = {n: getattr(self.gm, n.target) for n in nodes if n.op == "get_attr"}
-        self._out = next(n for n in nodes if n.op == "output").args[0]
+    def _fold(self, env, which):
+        with torch.no_grad():
+            for n in self.gm.graph.nodes:
+                if n in which:
+                    args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
+                    env[n] = n.target(*args, **kwargs)
+        return env
 
-    def run(self, flat, reports=None):
+    def _bind(self):
+        """What run() needs, made once: argument-independent values computed on the
+        device, and the steps as one Python function (no interpreter loop per call)."""
+        nodes = list(self.gm.graph.nodes)
+        placeholders = [n for n in nodes if n.op == "placeholder"]
+        self._get_attrs = {n: getattr(self.gm, n.target) for n in nodes if n.op == "get_attr"}
+        _, everything, _ = foldable_nodes(self.gm, self.state)
+        env = self._fold(dict(self._get_attrs), everything - self.stateful)
+        constants = {n: env[n] for n in list(self._get_attrs) + list(self.folded - self.stateful)}
+        self._const_env = env
+        # Values that read the state: computed again when a state tensor changes.
+        self._stateful_kept = [n for n in nodes if n in self.folded and n in self.stateful]
+        self._state_deps = [n for n in self.state if any(u in self.stateful for u in n.users)]
+        self._state_key = None
+        out = next(n for n in nodes if n.op == "output").args[0]
+        stateful = {n: i for i, n in enumerate(self._stateful_kept)}
+        self._run = _StepCode(placeholders, constants, self.steps, out, stateful).function()
+        self._run_profiled = _StepCode(placeholders, constants, self.steps, out, stateful, profiled=True).function()
+
+    def _stateful_values(self, flat):
+        """The folded values that read parameters or buffers, for the state in `flat`:
+        computed again when one of those tensors is another or was changed in place."""
+        if not self._stateful_kept:
+            return ()
+        index = {n: i for i, n in enumerate(self.state)}
+        key = tuple((id(flat[index[n]]), flat[index[n]]._version) for n in self._state_deps)
+        if key != self._state_key:
+            env = dict(self._const_env)
+            env.update({n: flat[index[n]] for n in self.state})
+            env = self._fold(env, self.stateful)
+            self._state_values = [env[n] for n in self._stateful_kept]
+            self._state_key = key
+        return self._state_values
+
+    def run(self, flat, reports=None, profiled=False):
         """Runs the steps on the flat inputs (state, then arguments); with `reports`, each
-        region's compile report is appended to it first."""
-        if not hasattr(self, "_out"):
+        region's compile report is appended to it first. profiled: while a profile records,
+        the eager steps run inside the ranges of the modules they came from (the regions'
+        launches open their own)."""
+        if not hasattr(self, "_run"):
             self._bind()
-        env = dict(zip(self._placeholders, flat))
-        env.update(self._constants)
-        for kind, item in self.steps:
+        return (self._run_profiled if profiled else self._run)(flat, reports, self._stateful_values(flat))
+
+
+class _ModuleRanges:
+    """Module ranges around a compiled call's eager steps: between two steps only the
+    ranges that differ close and open (as the C++ executor does for its launches)."""
+
+    def __init__(self):
+        self.open = ()
+
+    def enter(self, want):
+        k = 0
+        while k < len(self.open) and k < len(want) and self.open[k] == want[k]:
+            k += 1
+        for _ in range(len(self.open) - k):
+            _C._range_pop()
+        for name in want[k:]:
+            _C._range_push(name)
+        self.open = want
+
+
+class _StepCode:
+    """A plan's steps as the source of one Python function, as fx turns a graph into
+    code: each eager node a call of its aten op, each region a call of its compiled
+    function, values in local variables."""
+
+    def __init__(self, placeholders, constants, steps, out, stateful=None, profiled=False):
+        self.ns = {"_ModuleRanges": _ModuleRanges}
+        self.names = {n: f"sf[{i}]" for n, i in (stateful or {}).items()}
+        self.lines = ["    ranges = _ModuleRanges()"] if profiled else []
+        for i, n in enumerate(placeholders):
+            self.names[n] = f"a{i}"
+        self.lines.append(f"    {', '.join(self.names[n] for n in placeholders)}{',' if placeholders else ''} = flat"
+                          if placeholders else "    pass")
+        for n, value in constants.items():
+            self.names[n] = self._const(value)
+        for k, (kind, item) in enumerate(steps):
+            if profiled:  # a region opens its launches' ranges itself, from the call's op
+                stack = origin(item)[1][1:] if kind == "eager" else ()
+                self.lines.append(f"    ranges.enter({self._const(stack)})")
             if kind == "eager":
-                args, kwargs = torch.fx.node.map_arg((item.args, item.kwargs), env.__getitem__)
-                env[item] = item.target(*args, **kwargs)
+                name = self.names[item] = f"v{len(self.names)}"
+                args = ", ".join(self._expr(a) for a in item.args)
+                kwargs = ", ".join(f"{key}={self._expr(v)}" for key, v in item.kwargs.items())
+                self.lines.append(f"    {name} = {self._const(item.target)}({', '.join(x for x in (args, kwargs) if x)})")
             else:
-                ins = [env[i] for i in item.inputs]
-                if reports is not None:
-                    reports.append(item.fn.report(ins))
-                env[item.output] = item.fn(ins)
-        out = self._out
-        return env[out] if isinstance(out, torch.fx.Node) else torch.fx.node.map_arg(out, env.__getitem__)
+                fn = self._const(item.fn)
+                ins = ", ".join(self._expr(i) for i in item.inputs)
+                self.lines.append(f"    if reports is not None: reports.append({fn}.report([{ins}]))")
+                outs = []
+                for o in item.outputs:
+                    outs.append(f"v{len(self.names)}")
+                    self.names[o] = outs[-1]
+                self.lines.append(f"    {', '.join(outs)}, = {fn}([{ins}])")
+        if profiled:
+            self.lines.append("    ranges.enter(())")
+        self.lines.append(f"    return {self._expr(out)}")
+
+    def _const(self, value):
+        name = f"k{len(self.ns)}"
+        self.ns[name] = value
+        return name
+
+    def _expr(self, a):
+        if isinstance(a, torch.fx.Node):
+            return self.names[a]
+        if isinstance(a, (list, tuple)):
+            items = ", ".join(self._expr(x) for x in a)
+            return f"[{items}]" if isinstance(a, list) else f"({items}{',' if len(a) == 1 else ''})"
+        if isinstance(a, dict):
+            return "{" + ", ".join(f"{self._const(k)}: {self._expr(v)}" for k, v in a.items()) + "}"
+        if a is None or isinstance(a, (bool, int)):
+            return repr(a)
+        return self._const(a)
+
+    def source(self):
+        return "def run(flat, reports, sf):\n" + "\n".join(self.lines) + "\n"
+
+    def function(self):
+        exec(builtins.compile(self.source(), "<opscope.compile plan>", "exec"), self.ns)
+        return self.ns["run"]
+
+
+class _ModuleStacks:
+    """While make_fx traces a module: the module calls open around each node it records,
+    kept as node.meta["opscope_modules"] (outermost first, named as opscope.profiler names
+    module ranges: the outermost by its class, the rest by their path in it)."""
+
+    def __init__(self, root):
+        self.root = root
+        self.stack = []
+        self.handles = []
+        self.paths = {}
+        if root is not None:
+            self.paths = {m: (p or type(root).__name__) for p, m in root.named_modules()}
+
+    def __enter__(self):
+        if self.root is not None:
+            self.handles = [_module_hooks.register_module_forward_pre_hook(self._pre),
+                            _module_hooks.register_module_forward_hook(self._post)]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+        return False
+
+    def _pre(self, module, inputs):
+        self.stack.append(self.paths.get(module))
+
+    def _post(self, module, inputs, output):
+        if self.stack:
+            self.stack.pop()
+
+    def tagging(self, f):
+        """f, with the tracer's nodes tagged by the module calls open when each is made."""
+        stacks = self
+
+        def traced(*flat):
+            for mode in _get_dispatch_modes():
+                tracer = getattr(mode, "tracer", None)
+                if tracer is not None and not hasattr(tracer, "_opscope_tagged"):
+                    make = tracer.create_node
+
+                    def create_node(*a, **k):
+                        node = make(*a, **k)
+                        node.meta["opscope_modules"] = tuple(p for p in stacks.stack if p is not None)
+                        return node
+                    tracer.create_node = create_node
+                    tracer._opscope_tagged = True
+            return f(*flat)
+        return traced
+
+
+def _shown(x):
+    return str(tuple(x)) if isinstance(x, (torch.Size, tuple, list)) else str(x)
 
 
 def _signature(flat):
@@ -416,8 +721,9 @@ class CompiledFunction:
     """What opscope.compile returns: call it as the original. `.plans` holds one lowered
     graph per input signature; `.report(*args)` tells what that signature compiled into."""
 
-    def __init__(self, fn, name=None, explain=False, disabled=()):
+    def __init__(self, fn, name=None, explain=False, disabled=(), recompile_limit=8):
         self.module = fn if isinstance(fn, torch.nn.Module) else None
+        self.recompile_limit = recompile_limit
         self.disabled = tuple(disabled)
         self.fn = fn
         self.name = name or (type(fn).__name__ if self.module is not None else getattr(fn, "__name__", "compiled"))
@@ -450,8 +756,8 @@ class CompiledFunction:
 
             def f(*flat):
                 return fn(*flat)
-        with torch.no_grad():
-            return make_fx(f, tracing_mode="fake")(*state, *args)
+        with torch.no_grad(), _ModuleStacks(self.module) as stacks:
+            return make_fx(stacks.tagging(f), tracing_mode="fake")(*state, *args)
 
     def _key(self, args):
         names, state = self._state()
@@ -468,7 +774,7 @@ class CompiledFunction:
             if any(not isinstance(a, torch.Tensor) for a in args):
                 raise TypeError(f"[opscope.compile] {self.name}: every argument must be a tensor "
                                 f"(got {[type(a).__name__ for a in args]})")
-            plan = _Plan(self.name, self._trace(names, state, args), self.explain, self.disabled)
+            plan = _Plan(self.name, self._trace(names, state, args), self.explain, self.disabled, n_state=len(state))
             for node, why in plan.eager_reasons.items():
                 key_w = str(node.target)
                 if key_w not in self._warned:
@@ -477,9 +783,46 @@ class CompiledFunction:
             self.plans[key] = plan
         return plan
 
+    def _describe_change(self, key):
+        """What differs between `key` and the signature compiled last: "argument 0: shape
+        (1, 12) -> (1, 13)" (sequence lengths, dtypes, devices), for the recompile report."""
+        (names, sig), (old_names, old_sig) = key, next(reversed(self.plans))
+        if names != old_names:
+            return "the module's parameters or buffers changed"
+        n = len(names)
+        for i, (new, old) in enumerate(zip(sig, old_sig)):
+            if new == old:
+                continue
+            what = f"argument {i - n}" if i >= n else f"state {names[i]}"
+            if new[0] == "const" or old[0] == "const":
+                return f"{what}: {old} -> {new}"
+            fields = ("shape", "stride", "dtype", "device", "requires_grad")
+            shown = [f"{f} {_shown(o)} -> {_shown(v)}" for f, v, o in zip(fields, new, old) if v != o]
+            return f"{what}: " + ", ".join(shown)
+        return f"{len(sig)} inputs instead of {len(old_sig)}"
+
+    def _admit(self, key):
+        """Whether a new signature compiles: reported as a recompile (what changed), and
+        refused past recompile_limit (as dynamo's cache_size_limit): then the call runs
+        eagerly, with one warning, instead of compiling without end."""
+        if not self.plans:
+            return True
+        if len(self.plans) >= self.recompile_limit:
+            if "recompile_limit" not in self._warned:
+                self._warned.add("recompile_limit")
+                warnings.warn(f"[opscope.compile] {self.name}: {len(self.plans)} input signatures compiled "
+                              f"(recompile_limit={self.recompile_limit}); new ones run eagerly from now on. "
+                              f"Last change: {self._describe_change(key)}", stacklevel=3)
+            return False
+        warnings.warn(f"[opscope.compile] {self.name}: recompiling ({len(self.plans) + 1} of at most "
+                      f"{self.recompile_limit}) for {self._describe_change(key)}", stacklevel=3)
+        return True
+
     def __call__(self, *args):
         key, names, state, flat = self._key(args)
         plan = self.plans.get(key)
+        if plan is None and not self._admit(key):
+            return self.fn(*args)
         op = self._op if plan is not None else self._compile_op
         opened = op.begin(args)  # False unless a profile records torch's ops
         grad = torch.is_grad_enabled()
@@ -487,7 +830,7 @@ class CompiledFunction:
         try:
             if plan is None:
                 plan = self._build(key, names, state, args)
-            return plan.run(flat)
+            return plan.run(flat, profiled=opened)
         finally:
             torch._C._set_grad_enabled(grad)
             if opened:
@@ -505,11 +848,13 @@ class CompiledFunction:
 PASSES = ("dce", "cse", "fold", "fuse")
 
 
-def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False):
+def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False, recompile_limit=8):
     """Compiles a function of tensors or an nn.Module for opscope's device (see module doc).
     passes: the compiler passes to run, a subset of ("dce", "cse", "fold", "fuse"), in their
     fixed order (passes=() runs the graph op by op, for comparison). explain=True prints the
-    graph after each pass. dynamic=True is not supported yet: each new shape compiles again."""
+    graph after each pass. dynamic=True is not supported yet: each new shape compiles again,
+    with a warning that says what changed; past recompile_limit signatures (dynamo's
+    cache_size_limit is 8) new ones run eagerly."""
     if dynamic:
         raise ValueError("[opscope.compile] dynamic=True is not supported: each input shape compiles its own graph")
     if not callable(fn):
@@ -519,7 +864,10 @@ def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False):
     unknown = [p for p in passes if p not in PASSES]
     if unknown:
         raise ValueError(f"[opscope.compile] passes: unknown pass {unknown[0]!r} (expected some of {', '.join(PASSES)})")
-    return CompiledFunction(fn, name=name, explain=explain, disabled=[p for p in PASSES if p not in passes])
+    if not isinstance(recompile_limit, int) or recompile_limit < 1:
+        raise ValueError(f"[opscope.compile] recompile_limit: expected a positive int, got {recompile_limit!r}")
+    return CompiledFunction(fn, name=name, explain=explain, disabled=[p for p in PASSES if p not in passes],
+                            recompile_limit=recompile_limit)
 
 
 def _dynamo_backend(gm, example_inputs):

@@ -327,3 +327,28 @@ def test_the_dynamo_backend_registers_where_dynamo_exists_and_runs_an_fx_graph(d
     x, w = torch.randn(8, 64), torch.randn(64)
     run = registered["opscope"](gm, [x.to(dev), w.to(dev)])
     torch.testing.assert_close(run(x.to(dev), w.to(dev)).cpu(), naive_rms_norm(x, w), atol=1e-5, rtol=1e-5)
+
+
+def test_a_new_shape_recompiles_with_a_report_and_the_limit_falls_back_to_eager(dev):
+    def f(x):
+        return torch.exp(x * 2 + 1) * 0.5
+
+    c = opscope.compile(f, recompile_limit=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        c(torch.randn(1, 12).to(dev))
+        assert not caught, [str(w.message) for w in caught]  # the first signature is no recompile
+        c(torch.randn(1, 13).to(dev))
+        assert len(c.plans) == 2
+        assert [str(w.message) for w in caught] == [
+            "[opscope.compile] f: recompiling (2 of at most 2) for argument 0: shape (1, 12) -> (1, 13), "
+            "stride (12, 1) -> (13, 1)"]
+        x = torch.randn(1, 14).to(dev)
+        got = c(x)  # past the limit: eager, with one warning, and no third plan
+        c(torch.randn(1, 15).to(dev))
+    limit = [str(w.message) for w in caught[1:]]
+    assert len(limit) == 1 and "recompile_limit=2" in limit[0] and "new ones run eagerly" in limit[0], limit
+    assert len(c.plans) == 2
+    torch.testing.assert_close(got.cpu(), f(x.cpu()))
+    with pytest.raises(ValueError, match=r"\[opscope.compile\] recompile_limit"):
+        opscope.compile(f, recompile_limit=0)

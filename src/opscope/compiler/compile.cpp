@@ -19,6 +19,7 @@
 #include "opscope/compiler/codegen_cpu.h"
 #include "opscope/compiler/executor.h"
 #include "opscope/compiler/hash.h"
+#include "opscope/compiler/origins.h"
 #include "opscope/compiler/kernel.h"
 #include "opscope/compiler/pipeline.h"
 #include "opscope/compiler/tracer.h"
@@ -57,7 +58,7 @@ struct Entry {
 };
 
 struct CompiledState {
-  TensorFn fn;
+  TensorsFn fn;
   std::string name;
   const char* op_name;
   const char* compile_op_name;
@@ -100,7 +101,7 @@ void warn_fallback(const std::string& name, const std::string& why) {
   if (seen.insert(name + "|" + why).second) std::fprintf(stderr, "[compile] %s: %s; it runs eagerly\n", name.c_str(), why.c_str());
 }
 
-std::string manifest_part(const Graph& traced, const Graph& g, const std::vector<FusedKernel*>& ks) {
+std::string manifest_part(const Graph& traced, const Graph& g) {
   using nlohmann::json;
   json m;
   m["graph"] = g.str();
@@ -116,20 +117,29 @@ std::string manifest_part(const Graph& traced, const Graph& g, const std::vector
   };
   m["inputs"] = io(g.inputs);
   m["outputs"] = io(g.outputs);
+  // Each kernel's origins: the framework ops and the module each came from.
+  auto origins = [&](const Node& n) {
+    json a = json::array();
+    for (const Origin* o : g.origins_of(n)) a.push_back({{"op", o->op}, {"module", o->module()}});
+    return a;
+  };
   json kern = json::array();
-  for (FusedKernel* k : ks) {
+  for (const Node& n : g.nodes) {
+    if (n.kind != OpKind::fused) continue;
+    const FusedKernel* k = n.attrs.kernel.get();
     std::vector<std::string> ops;
-    for (const Node& n : k->body.nodes)
-      if (n.kind != OpKind::input && n.kind != OpKind::constant) ops.push_back(op_name(n.kind));
+    for (const Node& b : k->body.nodes)
+      if (b.kind != OpKind::input && b.kind != OpKind::constant) ops.push_back(op_name(b.kind));
     kern.push_back({{"name", k->name}, {"symbol", k->symbol}, {"ops", ops}, {"domain", k->domain.vec()},
                     {"rows", k->rows}, {"cols", k->cols}, {"passes", k->passes}, {"flat", k->flat},
-                    {"inputs", k->body.inputs.size()}, {"outputs", k->body.outputs.size()}});
+                    {"inputs", k->body.inputs.size()}, {"outputs", k->body.outputs.size()},
+                    {"origins", origins(n)}});
   }
   m["kernels"] = kern;
   return m.dump();
 }
 
-std::shared_ptr<Entry> build(CompiledState& st, const std::vector<Tensor>& inputs, Tensor* result) {
+std::shared_ptr<Entry> build(CompiledState& st, const std::vector<Tensor>& inputs, std::vector<Tensor>* result) {
   auto e = std::make_shared<Entry>();
   CompileReport& rep = e->report;
   rep.name = st.name;
@@ -139,9 +149,10 @@ std::shared_ptr<Entry> build(CompiledState& st, const std::vector<Tensor>& input
   Graph g;
   {
     Tracer tracer(st.name, inputs);
-    Tensor out = st.fn(inputs);
-    if (result) *result = out;
-    g = tracer.finish(out);
+    std::vector<Tensor> outs = st.fn(inputs);
+    if (outs.empty()) fail(st.name, "the compiled function returned no tensors");
+    g = tracer.finish(outs);
+    if (result) *result = std::move(outs);
   }
   rep.traced_graph = g.str();
   rep.trace_ms = ms_since(t0);
@@ -205,6 +216,16 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
       return exe;
     }
 
+  // Where each launch's time belongs in a profile, and what each kernel came from.
+  exe.scopes.assign(g.nodes.size(), {});
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    OpClass c = op_class(n.kind);
+    if (c == OpClass::source || c == OpClass::view) continue;
+    exe.scopes[i] = launch_scope(g.origins_of(n));
+    if (n.kind == OpKind::fused) register_kernel_origins(n.attrs.kernel->name, g.origins_of(n), exe.scopes[i].shared);
+  }
+
   // codegen
   t0 = std::chrono::steady_clock::now();
   std::vector<FusedKernel*> kernels;
@@ -239,7 +260,7 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
                                   host_isa(), fmt::join(spec.compiler.command, " "), spec.compiler.version,
                                   fmt::join(spec.flags, " "), keyed.str(), rep.source);
     spec.hash = hex64(fnv1a64(key));
-    spec.manifest_json = detail::manifest_part(traced, g, kernels);
+    spec.manifest_json = detail::manifest_part(traced, g);
     std::string name = rep.name;
     size_t nk = kernels.size();
     std::string cc = spec.compiler.command.back();
@@ -276,6 +297,12 @@ using compiler::detail::Entry;
 
 CompiledFunction compile(TensorFn fn, std::string name, CompileOptions options) {
   if (!fn) fail("compile", "{}: the function is empty", name);
+  return compile_all([fn = std::move(fn)](const std::vector<Tensor>& xs) { return std::vector<Tensor>{fn(xs)}; },
+                     std::move(name), std::move(options));
+}
+
+CompiledFunction compile_all(TensorsFn fn, std::string name, CompileOptions options) {
+  if (!fn) fail("compile", "{}: the function is empty", name);
   if (name.empty()) name = "compiled";
   auto st = std::make_shared<CompiledState>();
   st->fn = std::move(fn);
@@ -306,7 +333,9 @@ void check_inputs(const std::string& name, const std::vector<Tensor>& xs) {
 }
 }  // namespace
 
-Tensor CompiledFunction::operator()(const std::vector<Tensor>& inputs) const {
+Tensor CompiledFunction::operator()(const std::vector<Tensor>& inputs) const { return call_all(inputs).at(0); }
+
+std::vector<Tensor> CompiledFunction::call_all(const std::vector<Tensor>& inputs) const {
   CompiledState& st = *st_;
   // Inside another function being traced: trace through this one.
   if (compiler::tracing()) return st.fn(inputs);
@@ -321,7 +350,7 @@ Tensor CompiledFunction::operator()(const std::vector<Tensor>& inputs) const {
     auto it = st.entries.find(sig);
     if (it == st.entries.end()) {
       OpScope scope(st.compile_op_name, span, __builtin_return_address(0));
-      Tensor result;
+      std::vector<Tensor> result;
       auto fresh = compiler::detail::build(st, inputs, &result);
       st.entries.emplace(sig, fresh);
       return result;  // the traced (eager) run already computed it

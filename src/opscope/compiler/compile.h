@@ -64,6 +64,8 @@ struct CompileReport {
 };
 
 using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
+// A function of several results (a graph region that feeds several later ops).
+using TensorsFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 namespace compiler::detail {
 struct CompiledState;
@@ -73,7 +75,9 @@ class CompiledFunction {
  public:
   explicit CompiledFunction(std::shared_ptr<compiler::detail::CompiledState> st) : st_(std::move(st)) {}
 
-  Tensor operator()(const std::vector<Tensor>& inputs) const;
+  Tensor operator()(const std::vector<Tensor>& inputs) const;  // the first result
+  // Every result, for a function compiled with compile_all().
+  std::vector<Tensor> call_all(const std::vector<Tensor>& inputs) const;
   template <class... Ts>
     requires(sizeof...(Ts) >= 1 && (std::same_as<std::remove_cvref_t<Ts>, Tensor> && ...))
   Tensor operator()(const Ts&... xs) const {
@@ -93,6 +97,8 @@ class CompiledFunction {
 
 // Compiles `fn` (a function of a list of tensors) under `name` (the op name of its calls).
 CompiledFunction compile(TensorFn fn, std::string name = "compiled", CompileOptions options = {});
+// The same for a function of several results: one graph computes them all.
+CompiledFunction compile_all(TensorsFn fn, std::string name = "compiled", CompileOptions options = {});
 
 namespace compiler::detail {
 void check_arity(const std::string& name, size_t want, size_t got);

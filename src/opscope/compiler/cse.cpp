@@ -35,6 +35,7 @@ void cse(Graph& g) {
     auto [it, fresh] = seen.try_emplace(key, int(i));
     if (fresh) continue;
     canon[n.outputs[0]] = g.nodes[it->second].outputs[0];
+    merge_origins(g.nodes[it->second], n);
     n.dead = true;
   }
   for (int& o : g.outputs) o = canon[o];

@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <utility>
+
 #include "opscope/compiler/kernel.h"
 #include "opscope/core/error.h"
+#include "opscope/profiler/hooks.h"
+#include "opscope/profiler/record_function.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/runtime.h"
 
@@ -58,13 +63,43 @@ void launch_fused(const std::string& fn, const Graph& g, const Node& n, KernelEn
   runtime::launch(dev, std::move(spec), std::span<const Tensor* const>(reads), std::span<const Tensor* const>(writes));
 }
 
+// The module ranges open around the launches of a run while a profile records: between
+// two launches only the ranges that differ close and open.
+class ModuleRanges {
+ public:
+  void enter(const std::vector<std::string>& want) {
+    size_t k = 0;
+    while (k < open_.size() && k < want.size() && *open_[k].first == want[k]) ++k;
+    while (open_.size() > k) close_last();
+    for (size_t i = k; i < want.size(); ++i) open_.emplace_back(&want[i], prof::range_begin(want[i]));
+  }
+  ~ModuleRanges() {
+    while (!open_.empty()) close_last();
+  }
+
+ private:
+  void close_last() {
+    if (open_.back().second) prof::range_end(open_.back().second);  // 0: the range was not recorded
+    open_.pop_back();
+  }
+  std::vector<std::pair<const std::string*, uint64_t>> open_;  // name, range id
+};
+
+bool launches(const Node& n) {
+  OpClass c = op_class(n.kind);
+  return c != OpClass::source && c != OpClass::view;
+}
+
 }  // namespace
 
-Tensor Executable::run(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
   Device& dev = inputs.empty() ? cpu() : inputs[0].device();
   std::vector<Tensor> vals(graph.values.size());
+  std::optional<ModuleRanges> ranges;
+  if ((prof::layers() & prof::kFramework) && !scopes.empty()) ranges.emplace();
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& n = graph.nodes[i];
+    if (ranges && launches(n)) ranges->enter(scopes[i].ranges);
     switch (n.kind) {
       case OpKind::input: vals[size_t(n.outputs[0])] = inputs[size_t(n.attrs.axis)]; break;
       case OpKind::constant: break;  // made only where an eager op needs a tensor
@@ -84,12 +119,15 @@ Tensor Executable::run(const std::vector<Tensor>& inputs) const {
           for (int v : n.outputs) check_layout(name, graph, v, vals[size_t(v)]);
     }
   }
-  int o = graph.outputs[0];
-  if (!vals[size_t(o)].defined()) {
-    const Value& v = graph.values[size_t(o)];
-    vals[size_t(o)] = full(v.shape, graph.producer(o).attrs.scalar, v.dtype, &dev);
+  std::vector<Tensor> outs;
+  for (int o : graph.outputs) {
+    if (!vals[size_t(o)].defined()) {  // a constant result
+      const Value& v = graph.values[size_t(o)];
+      vals[size_t(o)] = full(v.shape, graph.producer(o).attrs.scalar, v.dtype, &dev);
+    }
+    outs.push_back(vals[size_t(o)]);
   }
-  return vals[size_t(o)];
+  return outs;
 }
 
 }  // namespace opscope::compiler

@@ -8,6 +8,7 @@
 
 #include "opscope/compiler/build.h"
 #include "opscope/compiler/graph.h"
+#include "opscope/compiler/origins.h"
 #include "opscope/runtime/tensor.h"
 
 namespace opscope {
@@ -35,9 +36,12 @@ struct Executable {
   std::shared_ptr<Library> library;  // keeps the entries loaded
   // Per node, for a graph compiled for a GPU (null elsewhere); used instead of entries.
   std::vector<std::shared_ptr<const DeviceKernel>> device_kernels;
+  // Per node, the module ranges its launch runs in while a profile records the
+  // framework layer (origins.h); empty for nodes that launch nothing.
+  std::vector<LaunchScope> scopes;
 
-  // Runs the graph on `inputs` (the signature it was compiled for).
-  Tensor run(const std::vector<Tensor>& inputs) const;
+  // Runs the graph on `inputs` (the signature it was compiled for): its outputs.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };
 
 // The value of node `n` computed by its eager op from `vals` (a fused node runs its body

@@ -362,6 +362,7 @@ class Fuser {
         Node f;
         f.kind = OpKind::fused;
         f.attrs.kernel = make_kernel(groups_[unit_group[u]], f.inputs, f.outputs);
+        for (int x : units[u]) merge_origins(f, g_.nodes[size_t(x)]);
         nodes.push_back(std::move(f));
       }
       state[u] = 2;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -70,6 +71,25 @@ std::string type_str(const Value& v) {
     s += "}";
   }
   return s;
+}
+
+void merge_origins(Node& into, const Node& from) {
+  for (int o : from.origins)
+    if (std::find(into.origins.begin(), into.origins.end(), o) == into.origins.end()) into.origins.push_back(o);
+}
+
+int Graph::origin_index(const Origin& o) {
+  for (size_t i = 0; i < origins.size(); ++i)
+    if (origins[i] == o) return int(i);
+  origins.push_back(o);
+  return int(origins.size()) - 1;
+}
+
+std::vector<const Origin*> Graph::origins_of(const Node& n) const {
+  std::vector<const Origin*> r;
+  for (int o : n.origins)
+    if (o >= 0 && size_t(o) < origins.size()) r.push_back(&origins[size_t(o)]);
+  return r;
 }
 
 int Graph::add_input(const Shape& shape, const Strides& strides, DType dt) {

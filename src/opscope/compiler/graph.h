@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "opscope/compiler/origins.h"
 #include "opscope/core/dtype.h"
 #include "opscope/core/shape.h"
 #include "opscope/runtime/tensor.h"
@@ -76,8 +77,12 @@ struct Node {
   std::vector<int> inputs;   // value ids
   std::vector<int> outputs;  // value ids
   Attrs attrs;
+  std::vector<int> origins;  // where it came from: indices into Graph::origins (origins.h)
   bool dead = false;         // marked by passes, removed by Graph::compact()
 };
+
+// Adds `from`'s origins to `into`'s (a pass merging nodes keeps where each came from).
+void merge_origins(Node& into, const Node& from);
 
 class Graph {
  public:
@@ -87,6 +92,12 @@ class Graph {
   std::vector<int> inputs;     // value ids, in call order
   std::vector<int> outputs;    // value ids
   std::vector<Tensor> params;  // tensors captured by param nodes (attrs.axis indexes them)
+  std::vector<Origin> origins; // the ops and module calls nodes came from (Node::origins)
+
+  // The index of `o` in origins (added when new).
+  int origin_index(const Origin& o);
+  // The node's origins, resolved.
+  std::vector<const Origin*> origins_of(const Node& n) const;
 
   int add_input(const Shape& shape, const Strides& strides, DType dt);
   // Appends a node with one output; returns the output value id.

@@ -124,7 +124,11 @@ void Tracer::record(std::string_view op, std::span<const Tensor* const> inputs, 
   if (kind == OpKind::concat) a.axis = ta.axis;
   if (kind == OpKind::rms_norm || kind == OpKind::layer_norm) a.scalar = ta.scalar;
   if (kind == OpKind::cast) a.dtype = ta.dtype;
-  define(out, g_.add(kind, std::move(ins), out.shape(), out.dtype(), std::move(a), out.strides()));
+  int v = g_.add(kind, std::move(ins), out.shape(), out.dtype(), std::move(a), out.strides());
+  // Where it came from: the framework op that the caller says is running, else this op.
+  const Origin* o = current_origin();
+  g_.nodes.back().origins = {g_.origin_index(o ? *o : Origin{std::string(op), {}})};
+  define(out, v);
 }
 
 void Tracer::record_creation(const Tensor& out) {
@@ -134,8 +138,9 @@ void Tracer::record_creation(const Tensor& out) {
   define(out, g_.add(OpKind::param, {}, out.shape(), out.dtype(), std::move(a), out.strides()));
 }
 
-Graph Tracer::finish(const Tensor& out) {
-  g_.outputs = {value_of(out)};
+Graph Tracer::finish(const std::vector<Tensor>& outs) {
+  g_.outputs.clear();
+  for (const Tensor& out : outs) g_.outputs.push_back(value_of(out));
   detail::t_tracer = prev_;
   active_ = false;
   keep_.clear();

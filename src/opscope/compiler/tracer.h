@@ -30,8 +30,8 @@ class Tracer {
   void record(std::string_view op, std::span<const Tensor* const> inputs, const Tensor& out,
               const TraceAttrs& attrs, bool custom);
   void record_creation(const Tensor& out);
-  // Stops tracing; `out` is the function's result.
-  Graph finish(const Tensor& out);
+  // Stops tracing; `outs` are the function's results.
+  Graph finish(const std::vector<Tensor>& outs);
 
  private:
   int value_of(const Tensor& t);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "opscope/compiler/compile.h"
+#include "opscope/compiler/origins.h"
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/hooks.h"
@@ -38,7 +39,11 @@ struct Instr {
   std::vector<int64_t> ints;
   std::vector<double> floats;
   int64_t flag = 0;
+  int64_t origin = -1;  // index into the region's origins: the aten op and modules it came from
 };
+
+// (aten op, module calls around it, outermost first), from Python.
+using PyOrigin = std::pair<std::string, std::vector<std::string>>;
 
 using Unary = Tensor (*)(const Tensor&);
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
@@ -140,19 +145,32 @@ DType dtype_code(const std::string& name) { return parse_dtype(name, "opscope.co
 
 class Region {
  public:
-  Region(std::string name, std::vector<Instr> program, int64_t n_inputs, int64_t output, bool explain,
-         const std::vector<std::string>& disabled)
+  Region(std::string name, std::vector<Instr> program, int64_t n_inputs, std::vector<int64_t> outputs, bool explain,
+         const std::vector<std::string>& disabled, const std::vector<PyOrigin>& py_origins)
       : name_(std::move(name)), op_name_(interned(name_)) {
+    std::vector<compiler::Origin> origins;
+    for (const auto& [op, modules] : py_origins) origins.push_back({op, modules});
+    for (const Instr& in : program)
+      if (in.origin >= int64_t(origins.size()))
+        throw Error(fmt::format("[opscope.compile] region {}: origin {} is out of range", name_, in.origin));
     if (program.empty()) throw Error(fmt::format("[opscope.compile] region {} has no instructions", name_));
-    if (output < 0 || output >= n_inputs + int64_t(program.size()))
-      throw Error(fmt::format("[opscope.compile] region {}: output {} is out of range", name_, output));
-    auto fn = [program = std::move(program), n_inputs, output](const std::vector<Tensor>& xs) -> Tensor {
+    if (outputs.empty()) throw Error(fmt::format("[opscope.compile] region {} has no outputs", name_));
+    for (int64_t output : outputs)
+      if (output < 0 || output >= n_inputs + int64_t(program.size()))
+        throw Error(fmt::format("[opscope.compile] region {}: output {} is out of range", name_, output));
+    auto fn = [program = std::move(program), n_inputs, outputs, origins = std::move(origins)](const std::vector<Tensor>& xs) {
       if (int64_t(xs.size()) != n_inputs)
         throw Error(fmt::format("[opscope.compile] the region takes {} tensors, got {}", n_inputs, xs.size()));
       std::vector<Tensor> v(xs.begin(), xs.end());
       v.reserve(xs.size() + program.size());
-      for (const Instr& in : program) v.push_back(eval(in, v));
-      return v[output];
+      for (const Instr& in : program) {
+        // While traced, the nodes this instruction records come from its aten op.
+        compiler::OriginScope where(in.origin >= 0 ? &origins[size_t(in.origin)] : nullptr);
+        v.push_back(eval(in, v));
+      }
+      std::vector<Tensor> outs;
+      for (int64_t o : outputs) outs.push_back(v[size_t(o)]);
+      return outs;
     };
     CompileOptions options;
     options.explain = explain;
@@ -160,7 +178,7 @@ class Region {
       if (!compiler::disable_pass(options.passes, pass))
         throw Error(fmt::format("[opscope.compile] passes: unknown pass '{}' (expected {})", pass,
                                 compiler::kPassNames));
-    fn_ = std::make_unique<CompiledFunction>(compile(std::move(fn), name_, options));
+    fn_ = std::make_unique<CompiledFunction>(compile_all(std::move(fn), name_, options));
   }
 
   std::vector<Tensor> inputs(const std::vector<at::Tensor>& xs) const {
@@ -170,14 +188,21 @@ class Region {
     return out;
   }
 
-  at::Tensor call(const std::vector<at::Tensor>& xs) const {
+  std::vector<at::Tensor> call(const std::vector<at::Tensor>& xs) const {
     std::vector<Tensor> in = inputs(xs);
-    py::gil_scoped_release nogil;
-    // While torch's ops are recorded, the call's op is open above (opscope.compile's
-    // Python): this region names its kernels and errors but records no op of its own.
-    std::optional<FrameworkOpScope> quiet;
-    if (prof::external_ops()) quiet.emplace(op_name_, std::span<const Tensor* const>{});
-    return to_torch((*fn_)(in));
+    std::vector<Tensor> outs;
+    {
+      py::gil_scoped_release nogil;
+      // While torch's ops are recorded, the call's op is open above (opscope.compile's
+      // Python): this region names its kernels and errors but records no op of its own.
+      std::optional<FrameworkOpScope> quiet;
+      if (prof::external_ops()) quiet.emplace(op_name_, std::span<const Tensor* const>{});
+      outs = fn_->call_all(in);
+    }
+    std::vector<at::Tensor> r;
+    r.reserve(outs.size());
+    for (const Tensor& t : outs) r.push_back(to_torch(t));
+    return r;
   }
 
   CompileReport report(const std::vector<at::Tensor>& xs) const {
@@ -199,9 +224,11 @@ class Region {
 void bind_compile(py::module_& m) {
   py::class_<Instr>(m, "_Instr")
       .def(py::init([](std::string op, std::vector<int64_t> refs, std::vector<int64_t> ints, std::vector<double> floats,
-                       int64_t flag) { return Instr{std::move(op), std::move(refs), std::move(ints), std::move(floats), flag}; }),
+                       int64_t flag, int64_t origin) {
+             return Instr{std::move(op), std::move(refs), std::move(ints), std::move(floats), flag, origin};
+           }),
            py::arg("op"), py::arg("refs") = std::vector<int64_t>{}, py::arg("ints") = std::vector<int64_t>{},
-           py::arg("floats") = std::vector<double>{}, py::arg("flag") = 0)
+           py::arg("floats") = std::vector<double>{}, py::arg("flag") = 0, py::arg("origin") = -1)
       .def_readonly("op", &Instr::op);
   m.def("_dtype_code", [](const std::string& name) { return int64_t(dtype_code(name)); });
 
@@ -221,9 +248,10 @@ void bind_compile(py::module_& m) {
       .def("__str__", &CompileReport::str);
 
   py::class_<Region>(m, "_Region")
-      .def(py::init<std::string, std::vector<Instr>, int64_t, int64_t, bool, const std::vector<std::string>&>(),
-           py::arg("name"), py::arg("program"), py::arg("n_inputs"), py::arg("output"), py::arg("explain") = false,
-           py::arg("disabled") = std::vector<std::string>{})
+      .def(py::init<std::string, std::vector<Instr>, int64_t, std::vector<int64_t>, bool, const std::vector<std::string>&,
+                    const std::vector<PyOrigin>&>(),
+           py::arg("name"), py::arg("program"), py::arg("n_inputs"), py::arg("outputs"), py::arg("explain") = false,
+           py::arg("disabled") = std::vector<std::string>{}, py::arg("origins") = std::vector<PyOrigin>{})
       .def("__call__", &Region::call)
       .def("report", &Region::report)
       .def_property_readonly("name", &Region::name);

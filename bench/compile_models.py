@@ -1,0 +1,81 @@
+"""opscope.compile on whole models (issue #26): eager vs compiled time per forward on opscope's
+device (wall, synchronized), measured in one run with the two sides alternated, R calls each;
+compiled/eager is the ratio of the medians, best/best that of the fastest calls (on a loaded
+machine the least disturbed pair). Also the first compiled call (trace + passes +
+build; cold = empty compile cache) and a warm first call (a fresh compile of the same model
+with the cache filled). Models are tests/python/model_zoo.py's (random weights).
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/compile_models.py [--repeats 15] [--models llama,gpt2,...]
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+import torch
+
+import opscope
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python"))
+import model_zoo  # noqa: E402
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    opscope.synchronize()
+    return (time.perf_counter() - t0) * 1e3, out
+
+
+def bench(name, repeats):
+    model, inputs = model_zoo.make(name, "full")
+    with torch.no_grad():
+        want = model(*inputs)
+    dev = opscope.device()
+    model = model.to(dev)
+    xs = [x.to(dev) for x in inputs]
+    compiled = opscope.compile(model)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first_ms, got = timed(lambda: compiled(*xs))
+        recompiled = opscope.compile(model)  # a new compile of the same graph: the cache's hit
+        warm_ms, _ = timed(lambda: recompiled(*xs))
+        timed(lambda: model(*xs))
+        eager, comp = [], []
+        for i in range(repeats):  # alternated (ABBA), so that drift in the machine's load hits both sides
+            sides = ((eager, model), (comp, compiled))
+            for times, f in sides if i % 2 == 0 else sides[::-1]:
+                times.append(timed(lambda: f(*xs))[0])
+    got = got.cpu() if torch.is_tensor(got) else got[0].cpu()
+    want = want if torch.is_tensor(want) else want[0]
+    rel = ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+    e, c = statistics.median(eager), statistics.median(comp)
+    return e, c, min(comp) / min(eager), first_ms, warm_ms, rel
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--models", default="llama,gpt2,mobilenet_v3_small")
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    print(f"device: {opscope._C.device_description(0)}; load: {os.getloadavg()[0]:.2f}")
+    print(f"{'model':22s} {'eager ms':>9s} {'compiled ms':>12s} {'compiled/eager':>15s} "
+          f"{'best/best':>10s} {'1st call cold ms':>17s} {'warm ms':>8s} {'max rel err':>12s}")
+    ratios = []
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["OPSCOPE_CACHE_DIR"] = cache
+        for name in args.models.split(","):
+            e, c, best, first, warm, rel = bench(name, args.repeats)
+            ratios.append(c / e)
+            print(f"{name:22s} {e:9.2f} {c:12.2f} {c / e:14.2f}x {best:9.2f}x {first:17.0f} {warm:8.0f} {rel:12.1e}", flush=True)
+    geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    print(f"geomean compiled/eager: {geo:.2f}x over {len(ratios)} models; load: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

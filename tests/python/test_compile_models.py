@@ -1,0 +1,81 @@
+"""opscope.compile on whole models as others write them (tests/python/model_zoo.py, small
+configs, random weights): the compiled model equals eager, and a profile of the compiled
+model still shows its modules, with each kernel's origin ops."""
+import json
+import os
+import warnings
+
+import pytest
+import torch
+
+import opscope
+from opscope.profiler import Config, profile
+
+import model_zoo
+
+
+def run_both(name, dev):
+    model, inputs = model_zoo.make(name, "small")
+    with torch.no_grad():
+        want = model(*inputs)
+    model = model.to(dev)
+    xs = [x.to(dev) for x in inputs]
+    compiled = opscope.compile(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ops opscope does not lower are named once; not under test here
+        compiled(*xs)
+        got = compiled(*xs)  # the second call runs the compiled plan (the first traced it)
+    return model, compiled, xs, want, got
+
+
+def rel_error(got, want):
+    return ((got.cpu().float() - want.float()).abs().max() / want.float().abs().max()).item()
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "transformer_encoder", "vit_b_16", "mobilenet_v3_small"])
+def test_compiled_model_equals_eager(name, dev):
+    _, compiled, xs, want, got = run_both(name, dev)
+    assert want.abs().max() > 0, "an all-zero reference proves nothing"
+    assert rel_error(got, want) <= 1e-5
+    if name in model_zoo.TRANSFORMERS:  # their norms, softmaxes and matmuls compile (CNNs' convs stay eager)
+        assert compiled.report(*xs), "nothing was compiled"
+
+
+def test_a_compiled_model_keeps_its_module_rows(dev, tmp_path):
+    _, compiled, xs, _, _ = run_both("llama", dev)
+    with profile(experimental_config=Config(output_dir=str(tmp_path))) as prof:
+        compiled(*xs)
+    ev = prof.events()
+    parent = {e[2]: e for e in ev if e[0] in ("op", "range")}
+
+    def chain(e):  # names of the ops and ranges around e, innermost first
+        out = []
+        while e[3] in parent:
+            e = parent[e[3]]
+            out.append(e[1])
+        return out
+
+    kernels = [e for e in ev if e[0] == "kernel"]
+    assert kernels and all("Llama" in chain(k) for k in kernels)
+    rows = {r.key: r for r in prof.key_averages()}
+    # layers.1.attention_norm's kernel also computes layers.0's residual add: shared.
+    shared = "layers.0 + layers.1.attention_norm"
+    for module in ("layers.0.attention", "layers.0.feed_forward", "layers.0.attention_norm", "layers.1.ffn_norm", shared):
+        assert module in rows, sorted(rows)
+        # The row's device time is the time of the kernels that came from it, no more.
+        mine = sum(k[5] - k[4] for k in kernels if module in chain(k))
+        assert mine > 0
+        assert rows[module].device_time_total * 1e3 == pytest.approx(mine, rel=1e-3, abs=2)
+    # Each kernel sits in one module path: a kernel shared by two modules is in a range
+    # named after both (" + "), never silently in one of them.
+    for k in kernels:
+        names = [n for n in chain(k) if n.startswith("layers.")]
+        for inner, outer in zip(names, names[1:]):
+            assert inner.startswith(outer + ".") or " + " in inner, chain(k)
+    # The kernel's origins (aten ops and modules) travel with the trace.
+    d = prof.export(tmp_path / "exported")
+    config = json.load(open(os.path.join(d, "trace.json")))["otherData"]["config"]
+    origins = (json.loads(config) if isinstance(config, str) else config)["kernel_origins"]
+    norm = next(v for k, v in origins.items() if "rsqrt" in k)
+    assert {"aten::pow", "aten::mean", "aten::rsqrt", "aten::mul"} <= set(norm["ops"]), norm
+    assert any(m.endswith("attention_norm") or m.endswith("ffn_norm") for m in norm["modules"]), norm
