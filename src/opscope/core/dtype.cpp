@@ -10,7 +10,8 @@ DType parse_dtype(std::string_view s, std::string_view what) {
   if (s == "f16" || s == "float16" || s == "half") return DType::f16;
   if (s == "i32" || s == "int32") return DType::i32;
   if (s == "i64" || s == "int64") return DType::i64;
-  fail(what, "unknown dtype '{}' (expected f32, bf16, f16, i32 or i64)", s);
+  if (s == "bool" || s == "b8") return DType::b8;
+  fail(what, "unknown dtype '{}' (expected f32, bf16, f16, i32, i64 or bool)", s);
 }
 
 namespace detail {

@@ -1,5 +1,7 @@
 // Element types of tensors. Low-precision floats are stored as 16-bit patterns and
-// converted to f32 for arithmetic (accumulation is always f32 or wider).
+// converted to f32 for arithmetic (accumulation is always f32 or wider). b8 is torch's
+// bool: one byte, 0 or 1, the result of comparisons and the mask of where/masked ops;
+// arithmetic kernels refuse it (OPSCOPE_DISPATCH_ALL), copies and index ops take it.
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -9,7 +11,7 @@
 
 namespace opscope {
 
-enum class DType : uint8_t { f32, bf16, f16, i32, i64 };
+enum class DType : uint8_t { f32, bf16, f16, i32, i64, b8 };
 
 constexpr size_t itemsize(DType t) {
   switch (t) {
@@ -18,6 +20,7 @@ constexpr size_t itemsize(DType t) {
     case DType::f16: return 2;
     case DType::i32: return 4;
     case DType::i64: return 8;
+    case DType::b8: return 1;
   }
   return 0;
 }
@@ -28,6 +31,7 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::f16: return "f16";
     case DType::i32: return "i32";
     case DType::i64: return "i64";
+    case DType::b8: return "bool";
   }
   return "?";
 }
@@ -98,6 +102,7 @@ template <> struct dtype_of<bf16_t> { static constexpr DType value = DType::bf16
 template <> struct dtype_of<f16_t> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
+template <> struct dtype_of<bool> { static constexpr DType value = DType::b8; };
 
 }  // namespace opscope
 
@@ -121,8 +126,17 @@ template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64
       case ::opscope::DType::f16: { using T = ::opscope::f16_t; return __VA_ARGS__(); } \
       case ::opscope::DType::i32: { using T = int32_t; return __VA_ARGS__(); } \
       case ::opscope::DType::i64: { using T = int64_t; return __VA_ARGS__(); } \
+      default: break;                                                        \
     }                                                                        \
     ::opscope::detail::unsupported_dtype(DT);                                \
+  }()
+
+// OPSCOPE_DISPATCH_ALL and b8 (as C++ bool): for kernels that move or select elements
+// (copies, casts, fills, gathers), never for arithmetic.
+#define OPSCOPE_DISPATCH_ALL_AND_BOOL(DT, T, ...)                            \
+  [&] {                                                                      \
+    if ((DT) == ::opscope::DType::b8) { using T = bool; return __VA_ARGS__(); } \
+    return OPSCOPE_DISPATCH_ALL(DT, T, __VA_ARGS__);                         \
   }()
 
 namespace opscope::detail {

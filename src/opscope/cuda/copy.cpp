@@ -27,7 +27,7 @@ const char* op_name() {
 
 void launch_copy(const Tensor& dst, const Tensor& src) {
   DType dt = dst.dtype(), st = src.dtype();
-  if (dt != st && !(is_floating(dt) && is_floating(st)))
+  if (dt == DType::b8 || st == DType::b8 || (dt != st && !(is_floating(dt) && is_floating(st))))
     fail(op_name(), "no CUDA kernel yet for converting {} to {} (shape {} on {})", dtype_name(st), dtype_name(dt),
          src.shape().str(), src.device().name());
   if (src.ndim() > cuda_impl::kMaxLayoutDims) fail(op_name(), "more than {} dims", cuda_impl::kMaxLayoutDims);
@@ -57,6 +57,7 @@ void launch_fill(const Tensor& dst, double value) {
     case DType::f16: bits = std::bit_cast<uint16_t>(f16_t(float(value))); break;
     case DType::i32: bits = uint32_t(int32_t(value)); break;
     case DType::i64: bits = uint64_t(int64_t(value)); break;
+    case DType::b8: fail(op_name(), "no CUDA kernel yet for filling a bool tensor ({})", dst.device().name());
   }
   LaunchSpec spec;
   spec.name = fmt::format("fill_{}", dtype_name(dst.dtype()));

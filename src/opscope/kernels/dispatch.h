@@ -12,6 +12,7 @@
 #include "opscope/kernels/cpu/norm.h"
 #include "opscope/kernels/cpu/pool.h"
 #include "opscope/kernels/cpu/reduce.h"
+#include "opscope/core/error.h"
 #include "opscope/runtime/device.h"
 #if OPSCOPE_HAVE_CUDA
 #include "opscope/cuda/kernels.h"
@@ -83,3 +84,15 @@ inline void launch_copy(const Tensor& dst, const Tensor& src) { OPSCOPE_KERNEL_V
 inline void launch_fill(const Tensor& dst, double value) { OPSCOPE_KERNEL_VOID(dst, launch_fill(dst, value)); }
 
 }  // namespace opscope::kernels
+
+namespace opscope::ops_detail {
+
+// The ops whose kernels exist for the CPU device only (comparisons, indexing, pooling
+// beyond max_pool2d, interpolation, 1-d/3-d/transposed convolutions, detection, RNNs)
+// say so on any other device.
+inline void cpu_only(const char* op, const Device& dev) {
+  if (dev.type() != DeviceType::cpu)
+    fail(op, "has no kernel for {} yet (only for the CPU device); move the tensors with .to(cpu())", dev.name());
+}
+
+}  // namespace opscope::ops_detail

@@ -193,6 +193,7 @@ Tensor SafetensorsFile::load(std::string_view name, Device* device) const {
       std::vector<int32_t> v = as(static_cast<int32_t*>(nullptr));
       return from_host_i64(std::vector<int64_t>(v.begin(), v.end()), t->shape, device).to(DType::i32);
     }
+    case DType::b8: break;  // not in kDtypes: never parsed
   }
   bad(path_, fmt::format("tensor '{}': unsupported dtype", t->name));
 }
@@ -207,6 +208,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     if (name.empty() || name == "__metadata__") bad(path, fmt::format("'{}' cannot name a tensor", name));
     if (!seen.insert(name).second) bad(path, fmt::format("tensor '{}' is given twice", name));
     if (!t.defined()) bad(path, fmt::format("tensor '{}' is undefined", name));
+    if (t.dtype() == DType::b8) bad(path, fmt::format("tensor '{}' is bool; opscope writes {}", name, kLoadable));
     header[name] = {{"dtype", std::string(safetensors_dtype_name(t.dtype()))},
                     {"shape", t.shape().vec()},
                     {"data_offsets", {offset, offset + t.nbytes()}}};

@@ -23,6 +23,8 @@ void check_defined(const char* op, const Tensor& t, const char* arg) {
 
 template <class Kind>
 void check_dtype(const char* op, Kind kind, const Tensor& t) {
+  if (t.dtype() == DType::b8)
+    fail(op, "dtype bool is not supported (shape {}); convert with .to() first", t.shape().str());
   if (!is_floating(t.dtype()) && !cpu_kernels::supports_integers(kind))
     fail(op, "dtype {} is not supported (shape {}); {} takes f32, bf16 or f16, convert with .to()",
          dtype_name(t.dtype()), t.shape().str(), op);
@@ -94,6 +96,21 @@ Tensor hardsigmoid(const Tensor& x) {
   OPSCOPE_OP("hardsigmoid", &x);
   return unary("hardsigmoid", UnaryOp::hardsigmoid, x);
 }
+
+#define OPSCOPE_UNARY_OP(name)                     \
+  Tensor name(const Tensor& x) {                   \
+    OPSCOPE_OP(#name, &x);                         \
+    return unary(#name, UnaryOp::name, x);         \
+  }
+OPSCOPE_UNARY_OP(floor)
+OPSCOPE_UNARY_OP(ceil)
+OPSCOPE_UNARY_OP(round)
+OPSCOPE_UNARY_OP(trunc)
+OPSCOPE_UNARY_OP(sign)
+OPSCOPE_UNARY_OP(log2)
+OPSCOPE_UNARY_OP(reciprocal)
+OPSCOPE_UNARY_OP(erf)
+#undef OPSCOPE_UNARY_OP
 
 // ---- binary ----
 Tensor add(const Tensor& a, const Tensor& b) { OPSCOPE_OP("add", &a, &b); return binary("add", BinaryOp::add, a, b); }

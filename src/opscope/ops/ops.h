@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,15 @@ Tensor relu(const Tensor& x);
 Tensor gelu_tanh(const Tensor& x);    // gelu's tanh approximation (torch's approximate="tanh")
 Tensor hardswish(const Tensor& x);    // x * relu6(x + 3) / 6
 Tensor hardsigmoid(const Tensor& x);  // relu6(x + 3) / 6
+// Rounding and sign keep integer inputs unchanged; round is half to even (torch.round).
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor erf(const Tensor& x);
 
 // ---- binary, with broadcasting; a double operand is a scalar of x's dtype ----
 Tensor add(const Tensor& a, const Tensor& b);
@@ -67,6 +77,36 @@ inline Tensor operator*(double a, const Tensor& b) { return mul(a, b); }
 inline Tensor operator/(double a, const Tensor& b) { return div(a, b); }
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 
+// ---- comparisons and selection (ops/compare.cpp); masks are bool (DType::b8) ----
+// a op b broadcast, a and b of one dtype (bool too for eq/ne); the result is bool. With a
+// double, the value is first rounded to x's dtype, as torch compares a tensor with a number.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& x, double s);
+Tensor ne(const Tensor& x, double s);
+Tensor lt(const Tensor& x, double s);
+Tensor le(const Tensor& x, double s);
+Tensor gt(const Tensor& x, double s);
+Tensor ge(const Tensor& x, double s);
+// Elementwise logic on bool tensors (broadcast).
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& x);
+// cond ? a : b elementwise, all three broadcast; a and b of one dtype, cond bool.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// mask ? value : x (mask bool, broadcast to x's shape); value rounded to x's dtype.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+// min(max(x, lo), hi) with either bound absent, as torch.clamp: NaN in x or in a bound
+// gives NaN, lo > hi gives hi. Bounds are rounded to x's dtype (integers: truncated).
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi);
+// x * (1 + ...): addcmul(x, a, b, v) = x + v * a * b, one kernel (broadcast, one dtype).
+Tensor addcmul(const Tensor& x, const Tensor& a, const Tensor& b, double value = 1.0);
+
 // ---- reductions ----
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
@@ -74,6 +114,10 @@ Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim 
 Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 // Variance with Bessel's correction by default (correction = 1), as torch.var.
 Tensor var(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false, int64_t correction = 1);
+// The p-norm over `axes` (all when empty), floating x: p = 2 (the square root of the sum
+// of squares), 1, inf and -inf (the largest and smallest magnitude), 0 (the count of
+// nonzeros), or any other p as (sum |x|^p)^(1/p).
+Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 // Index of the largest value along `axis` (first one on ties), as i64.
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);
 

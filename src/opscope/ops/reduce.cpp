@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <array>
+#include <cmath>
 
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
@@ -54,6 +55,10 @@ Tensor reduce(const char* op, ReduceKind kind, const Tensor& x, const std::vecto
               int64_t correction) {
   // framework: validate, infer the output
   Resolved r = resolve(op, x, axes, keepdim);
+  if (x.dtype() == DType::b8) {  // a count of the true elements, as torch's sum of a mask
+    if (kind == ReduceKind::sum) return reduce(op, kind, x.to(DType::i64), axes, keepdim, correction);
+    fail(op, "x has dtype bool (shape {}); convert with .to() first", x.shape().str());
+  }
   bool integral = !is_floating(x.dtype());
   if (integral && (kind == ReduceKind::mean || kind == ReduceKind::var))
     fail(op, "x has dtype {}, not a floating type (convert with .to(f32))", dtype_name(x.dtype()));
@@ -102,6 +107,17 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, int6
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
   OPSCOPE_OP("argmax", &x);
   return reduce("argmax", ReduceKind::argmax, x, {axis}, keepdim, 0);
+}
+
+Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& axes, bool keepdim) {
+  OPSCOPE_OP("norm", &x);
+  if (!x.defined()) fail("norm", "the tensor is undefined (default-constructed)");
+  if (!is_floating(x.dtype())) fail("norm", "x has dtype {}, not a floating type", dtype_name(x.dtype()));
+  if (p == 2) return sqrt(sum(mul(x, x), axes, keepdim));
+  if (p == 1) return sum(abs(x), axes, keepdim);
+  if (std::isinf(p)) return p > 0 ? max(abs(x), axes, keepdim) : min(abs(x), axes, keepdim);
+  if (p == 0) return sum(ne(x, 0.0).to(x.dtype()), axes, keepdim);
+  return pow(sum(pow(abs(x), p), axes, keepdim), 1.0 / p);
 }
 
 }  // namespace opscope

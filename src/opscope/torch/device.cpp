@@ -88,6 +88,7 @@ std::optional<DType> to_dtype(at::ScalarType t) {
     case at::kHalf: return DType::f16;
     case at::kInt: return DType::i32;
     case at::kLong: return DType::i64;
+    case at::kBool: return DType::b8;
     default: return std::nullopt;
   }
 }
@@ -99,6 +100,7 @@ at::ScalarType to_scalar_type(DType t) {
     case DType::f16: return at::kHalf;
     case DType::i32: return at::kInt;
     case DType::i64: return at::kLong;
+    case DType::b8: return at::kBool;
   }
   return at::kFloat;
 }

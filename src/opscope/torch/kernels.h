@@ -71,6 +71,24 @@ void run_unary(Call& c, Fn&& fn) {
   }
 }
 
+// One operand of a binary op: a device tensor, or a number (a Scalar argument or a 0-dim
+// CPU tensor, which torch lets join device ops).
+struct Operand {
+  at::Tensor t;
+  double value = 0;
+  bool is_number = false;
+};
+Operand operand(const c10::IValue& v);
+// The value of a 0-dim CPU tensor, read without a dispatcher call.
+double cpu_scalar_value(const at::Tensor& t);
+// torch's result dtype of a binary op on two arguments (tensors or scalars), without a
+// dispatcher call (which a profile would record as an aten::result_type op).
+at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b);
+// t itself, or a cast of it to d.
+inline Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.to(d); }
+// A list argument of ints (an empty list for None).
+std::vector<int64_t> int_list(const c10::IValue& v);
+
 // Writes src (any dtype) into dst (any strides): one copy launch.
 void copy_into(const Tensor& dst, const Tensor& src);
 // The boxed fallback: torch's CPU kernel on the device's memory (fallback.cpp).
@@ -79,7 +97,8 @@ void cpu_fallback(const c10::OperatorHandle& op, Stack* stack);
 // ---- the kernels (ops_math.cpp, ops_nn.cpp, ops_conv.cpp); registered by native_functions.cpp ----
 enum class Binary : uint8_t { add, sub, mul, div, pow, maximum, minimum };
 enum class Unary : uint8_t {
-  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu, hardswish, hardsigmoid
+  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu, hardswish, hardsigmoid,
+  floor, ceil, round, trunc, sign, log2, reciprocal, erf
 };
 enum class Reduce : uint8_t { sum, mean, amax, amin };
 
@@ -107,5 +126,58 @@ void clone_kernel(const c10::OperatorHandle& op, Stack* s);
 void arange_kernel(const c10::OperatorHandle& op, Stack* s);
 void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void test_kernel(const c10::OperatorHandle& op, Stack* s);  // opscope::_test_kernel (waits at a gate)
+
+// ---- comparisons, logic, selection (ops_compare.cpp) ----
+enum class Compare : uint8_t { eq, ne, lt, le, gt, ge };
+enum class Logical : uint8_t { and_, or_, xor_ };
+enum class Clamp : uint8_t { both, min, max, hardtanh };  // clamp, clamp_min, clamp_max, hardtanh
+template <Compare C, Form F> void compare_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Logical L, Form F> void logical_kernel(const c10::OperatorHandle& op, Stack* s);  // and bitwise on bool
+template <Form F> void logical_not_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void where_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void masked_fill_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Clamp K, Form F> void clamp_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void addcmul_kernel(const c10::OperatorHandle& op, Stack* s);
+
+// ---- pooling and interpolation (ops_pool.cpp) ----
+enum class Interp : uint8_t { nearest, nearest_exact, linear, cubic };
+template <int D, Form F> void avg_pool_kernel(const c10::OperatorHandle& op, Stack* s);
+template <int D> void adaptive_avg_pool_kernel(const c10::OperatorHandle& op, Stack* s);
+template <int D, Form F> void adaptive_max_pool_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void max_pool3d_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Interp I, int D, Form F> void upsample_kernel(const c10::OperatorHandle& op, Stack* s);
+
+// ---- indexing, sorting (ops_index.cpp) ----
+template <Form F> void index_kernel(const c10::OperatorHandle& op, Stack* s);
+void index_put_kernel(const c10::OperatorHandle& op, Stack* s);  // index_put_, _index_put_impl_
+template <Form F> void index_select_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void gather_kernel(const c10::OperatorHandle& op, Stack* s);
+template <bool kAdd, Form F> void scatter_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void nonzero_kernel(const c10::OperatorHandle& op, Stack* s);
+void roll_kernel(const c10::OperatorHandle& op, Stack* s);
+void flip_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void topk_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void sort_kernel(const c10::OperatorHandle& op, Stack* s);
+template <bool kMax, Form F> void max_dim_kernel(const c10::OperatorHandle& op, Stack* s);  // max.dim, min.dim
+template <bool kMax> void max_all_kernel(const c10::OperatorHandle& op, Stack* s);         // max(), min()
+template <Form F> void cumsum_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void norm_kernel(const c10::OperatorHandle& op, Stack* s);  // norm.ScalarOpt_dim and its out
+
+// ---- detection (ops_detection.cpp): torchvision's ops ----
+void nms_kernel(const c10::OperatorHandle& op, Stack* s);
+void roi_align_kernel(const c10::OperatorHandle& op, Stack* s);
+
+// ---- more nn (ops_nn_extra.cpp) ----
+template <Form F> void baddbmm_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void addbmm_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void glu_kernel(const c10::OperatorHandle& op, Stack* s);
+void weight_norm_kernel(const c10::OperatorHandle& op, Stack* s);  // _weight_norm_interface
+void group_norm_kernel(const c10::OperatorHandle& op, Stack* s);   // native_group_norm
+template <Form F> void log_softmax_kernel(const c10::OperatorHandle& op, Stack* s);
+
+// ---- recurrent layers (ops_rnn.cpp): lstm/gru/rnn_tanh/rnn_relu.input ----
+enum class Rnn : uint8_t { lstm, gru, tanh, relu };
+template <Rnn R> void rnn_kernel(const c10::OperatorHandle& op, Stack* s);
+void test_kernel(const c10::OperatorHandle& op, Stack* s);  // opscope::_test_kernel
 
 }  // namespace opscope::torch_bridge

@@ -90,7 +90,71 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_UNARY("gelu", gelu)  // both approximations: none (erf) and tanh
   OPSCOPE_UNARY("hardswish", hardswish)
   OPSCOPE_UNARY("hardsigmoid", hardsigmoid)
+  OPSCOPE_UNARY("floor", floor)
+  OPSCOPE_UNARY("ceil", ceil)
+  OPSCOPE_UNARY("trunc", trunc)
+  OPSCOPE_UNARY("sign", sign)
+  OPSCOPE_UNARY("log2", log2)
+  OPSCOPE_UNARY("reciprocal", reciprocal)
+  OPSCOPE_UNARY("erf", erf)
 #undef OPSCOPE_UNARY
+  m.impl("round", boxed<unary_kernel<Unary::round, F::functional>>());
+  m.impl("round_", boxed<unary_kernel<Unary::round, F::inplace>>());
+  m.impl("round.out", boxed<unary_kernel<Unary::round, F::out>>());
+
+  // ---- comparisons, logic, selection (ops_compare.cpp) ----
+#define OPSCOPE_COMPARE(name)                                                            \
+  m.impl(#name ".Tensor", boxed<compare_kernel<Compare::name, F::functional>>());        \
+  m.impl(#name ".Scalar", boxed<compare_kernel<Compare::name, F::functional>>());        \
+  m.impl(#name "_.Tensor", boxed<compare_kernel<Compare::name, F::inplace>>());          \
+  m.impl(#name "_.Scalar", boxed<compare_kernel<Compare::name, F::inplace>>());          \
+  m.impl(#name ".Tensor_out", boxed<compare_kernel<Compare::name, F::out>>());           \
+  m.impl(#name ".Scalar_out", boxed<compare_kernel<Compare::name, F::out>>());
+  OPSCOPE_COMPARE(eq)
+  OPSCOPE_COMPARE(ne)
+  OPSCOPE_COMPARE(lt)
+  OPSCOPE_COMPARE(le)
+  OPSCOPE_COMPARE(gt)
+  OPSCOPE_COMPARE(ge)
+#undef OPSCOPE_COMPARE
+#define OPSCOPE_LOGICAL(name, kind)                                                       \
+  m.impl("logical_" name, boxed<logical_kernel<Logical::kind, F::functional>>());         \
+  m.impl("logical_" name "_", boxed<logical_kernel<Logical::kind, F::inplace>>());        \
+  m.impl("logical_" name ".out", boxed<logical_kernel<Logical::kind, F::out>>());         \
+  m.impl("bitwise_" name ".Tensor", boxed<logical_kernel<Logical::kind, F::functional>>()); \
+  m.impl("bitwise_" name "_.Tensor", boxed<logical_kernel<Logical::kind, F::inplace>>());   \
+  m.impl("bitwise_" name ".Tensor_out", boxed<logical_kernel<Logical::kind, F::out>>());
+  OPSCOPE_LOGICAL("and", and_)
+  OPSCOPE_LOGICAL("or", or_)
+  OPSCOPE_LOGICAL("xor", xor_)
+#undef OPSCOPE_LOGICAL
+  m.impl("logical_not", boxed<logical_not_kernel<F::functional>>());
+  m.impl("logical_not_", boxed<logical_not_kernel<F::inplace>>());
+  m.impl("logical_not.out", boxed<logical_not_kernel<F::out>>());
+  m.impl("bitwise_not", boxed<logical_not_kernel<F::functional>>());
+  m.impl("bitwise_not_", boxed<logical_not_kernel<F::inplace>>());
+  m.impl("bitwise_not.out", boxed<logical_not_kernel<F::out>>());
+  m.impl("where.self", boxed<where_kernel<F::functional>>());
+  m.impl("where.self_out", boxed<where_kernel<F::out>>());
+  m.impl("masked_fill.Scalar", boxed<masked_fill_kernel<F::functional>>());
+  m.impl("masked_fill.Tensor", boxed<masked_fill_kernel<F::functional>>());
+  m.impl("masked_fill_.Scalar", boxed<masked_fill_kernel<F::inplace>>());
+  m.impl("masked_fill_.Tensor", boxed<masked_fill_kernel<F::inplace>>());
+  m.impl("clamp", boxed<clamp_kernel<Clamp::both, F::functional>>());
+  m.impl("clamp_", boxed<clamp_kernel<Clamp::both, F::inplace>>());
+  m.impl("clamp.out", boxed<clamp_kernel<Clamp::both, F::out>>());
+  m.impl("clamp_min", boxed<clamp_kernel<Clamp::min, F::functional>>());
+  m.impl("clamp_min_", boxed<clamp_kernel<Clamp::min, F::inplace>>());
+  m.impl("clamp_min.out", boxed<clamp_kernel<Clamp::min, F::out>>());
+  m.impl("clamp_max", boxed<clamp_kernel<Clamp::max, F::functional>>());
+  m.impl("clamp_max_", boxed<clamp_kernel<Clamp::max, F::inplace>>());
+  m.impl("clamp_max.out", boxed<clamp_kernel<Clamp::max, F::out>>());
+  m.impl("hardtanh", boxed<clamp_kernel<Clamp::hardtanh, F::functional>>());  // ReLU6
+  m.impl("hardtanh_", boxed<clamp_kernel<Clamp::hardtanh, F::inplace>>());
+  m.impl("hardtanh.out", boxed<clamp_kernel<Clamp::hardtanh, F::out>>());
+  m.impl("addcmul", boxed<addcmul_kernel<F::functional>>());
+  m.impl("addcmul_", boxed<addcmul_kernel<F::inplace>>());
+  m.impl("addcmul.out", boxed<addcmul_kernel<F::out>>());
   m.impl("relu", boxed<unary_kernel<Unary::relu, F::functional>>());
   m.impl("relu_", boxed<unary_kernel<Unary::relu, F::inplace>>());
 
@@ -125,18 +189,115 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat", boxed<cat_kernel<F::functional>>());
   m.impl("cat.out", boxed<cat_kernel<F::out>>());
 
-  // ---- CNN windows (ops_conv.cpp): nn.Conv2d and F.conv2d reach convolution (registered
-  // here, it overrides torch's composite, which would call _convolution and then
-  // convolution_overrideable); 1-d, 3-d and transposed ones fall back to torch's CPU
-  // convolution. max_pool2d (composite) calls max_pool2d_with_indices off the CPU ----
+  // ---- CNN windows (ops_conv.cpp): nn.Conv{1,2,3}d, ConvTranspose{1,2,3}d and F.conv*
+  // reach convolution (registered here, it overrides torch's composite, which would call
+  // _convolution and then convolution_overrideable). max_pool1d/2d (composites) call
+  // max_pool2d_with_indices off the CPU ----
   m.impl("convolution", boxed<convolution_kernel>());
   m.impl("convolution_overrideable", boxed<convolution_kernel>());
   m.impl("max_pool2d_with_indices", boxed<max_pool2d_kernel<F::functional>>());
   m.impl("max_pool2d_with_indices.out", boxed<max_pool2d_kernel<F::out>>());
 
+  // ---- pooling and interpolation (ops_pool.cpp); the 1-d forms and adaptive_avg_pool*
+  // are composites (adaptive to 1x1 is mean) ----
+  m.impl("avg_pool2d", boxed<avg_pool_kernel<2, F::functional>>());
+  m.impl("avg_pool2d.out", boxed<avg_pool_kernel<2, F::out>>());
+  m.impl("avg_pool3d", boxed<avg_pool_kernel<3, F::functional>>());
+  m.impl("avg_pool3d.out", boxed<avg_pool_kernel<3, F::out>>());
+  m.impl("_adaptive_avg_pool2d", boxed<adaptive_avg_pool_kernel<2>>());
+  m.impl("_adaptive_avg_pool3d", boxed<adaptive_avg_pool_kernel<3>>());
+  m.impl("adaptive_max_pool2d", boxed<adaptive_max_pool_kernel<2, F::functional>>());
+  m.impl("adaptive_max_pool2d.out", boxed<adaptive_max_pool_kernel<2, F::out>>());
+  m.impl("adaptive_max_pool3d", boxed<adaptive_max_pool_kernel<3, F::functional>>());
+  m.impl("adaptive_max_pool3d.out", boxed<adaptive_max_pool_kernel<3, F::out>>());
+  m.impl("max_pool3d_with_indices", boxed<max_pool3d_kernel<F::functional>>());
+  m.impl("max_pool3d_with_indices.out", boxed<max_pool3d_kernel<F::out>>());
+#define OPSCOPE_UPSAMPLE(name, I, D)                                              \
+  m.impl(name, boxed<upsample_kernel<Interp::I, D, F::functional>>());            \
+  m.impl(name ".vec", boxed<upsample_kernel<Interp::I, D, F::functional>>());     \
+  m.impl(name ".out", boxed<upsample_kernel<Interp::I, D, F::out>>());
+  OPSCOPE_UPSAMPLE("upsample_nearest1d", nearest, 1)
+  OPSCOPE_UPSAMPLE("upsample_nearest2d", nearest, 2)
+  OPSCOPE_UPSAMPLE("upsample_nearest3d", nearest, 3)
+  OPSCOPE_UPSAMPLE("_upsample_nearest_exact1d", nearest_exact, 1)
+  OPSCOPE_UPSAMPLE("_upsample_nearest_exact2d", nearest_exact, 2)
+  OPSCOPE_UPSAMPLE("_upsample_nearest_exact3d", nearest_exact, 3)
+  OPSCOPE_UPSAMPLE("upsample_linear1d", linear, 1)
+  OPSCOPE_UPSAMPLE("upsample_bilinear2d", linear, 2)
+  OPSCOPE_UPSAMPLE("upsample_trilinear3d", linear, 3)
+  OPSCOPE_UPSAMPLE("upsample_bicubic2d", cubic, 2)
+#undef OPSCOPE_UPSAMPLE
+
+  // ---- indexing and sorting (ops_index.cpp); index_put (functional), argsort, masked_select
+  // and the 1-d/flat forms are composites that reach these ----
+  m.impl("index.Tensor", boxed<index_kernel<F::functional>>());
+  m.impl("index.Tensor_out", boxed<index_kernel<F::out>>());
+  m.impl("index_put_", boxed<index_put_kernel>());
+  m.impl("_index_put_impl_", boxed<index_put_kernel>());
+  m.impl("index_select", boxed<index_select_kernel<F::functional>>());
+  m.impl("index_select.out", boxed<index_select_kernel<F::out>>());
+  m.impl("gather", boxed<gather_kernel<F::functional>>());
+  m.impl("gather.out", boxed<gather_kernel<F::out>>());
+  m.impl("scatter.src", boxed<scatter_kernel<false, F::functional>>());
+  m.impl("scatter.value", boxed<scatter_kernel<false, F::functional>>());
+  m.impl("scatter_.src", boxed<scatter_kernel<false, F::inplace>>());
+  m.impl("scatter_.value", boxed<scatter_kernel<false, F::inplace>>());
+  m.impl("scatter.src_out", boxed<scatter_kernel<false, F::out>>());
+  m.impl("scatter.value_out", boxed<scatter_kernel<false, F::out>>());
+  m.impl("scatter_add", boxed<scatter_kernel<true, F::functional>>());
+  m.impl("scatter_add_", boxed<scatter_kernel<true, F::inplace>>());
+  m.impl("scatter_add.out", boxed<scatter_kernel<true, F::out>>());
+  m.impl("nonzero", boxed<nonzero_kernel<F::functional>>());
+  m.impl("nonzero.out", boxed<nonzero_kernel<F::out>>());
+  m.impl("roll", boxed<roll_kernel>());
+  m.impl("flip", boxed<flip_kernel>());
+  m.impl("topk", boxed<topk_kernel<F::functional>>());
+  m.impl("topk.values", boxed<topk_kernel<F::out>>());
+  m.impl("sort", boxed<sort_kernel<F::functional>>());
+  m.impl("sort.stable", boxed<sort_kernel<F::functional>>());
+  m.impl("sort.values", boxed<sort_kernel<F::out>>());
+  m.impl("sort.values_stable", boxed<sort_kernel<F::out>>());
+  m.impl("max.dim", boxed<max_dim_kernel<true, F::functional>>());
+  m.impl("max.dim_max", boxed<max_dim_kernel<true, F::out>>());
+  m.impl("min.dim", boxed<max_dim_kernel<false, F::functional>>());
+  m.impl("min.dim_min", boxed<max_dim_kernel<false, F::out>>());
+  m.impl("max", boxed<max_all_kernel<true>>());
+  m.impl("min", boxed<max_all_kernel<false>>());
+  m.impl("cumsum", boxed<cumsum_kernel<F::functional>>());
+  m.impl("cumsum_", boxed<cumsum_kernel<F::inplace>>());
+  m.impl("cumsum.out", boxed<cumsum_kernel<F::out>>());
+  m.impl("norm.ScalarOpt_dim", boxed<norm_kernel<F::functional>>());
+  m.impl("norm.Scalar", boxed<norm_kernel<F::functional>>());
+  m.impl("norm.out", boxed<norm_kernel<F::out>>());
+
+  // ---- more nn (ops_nn_extra.cpp) and recurrent layers (ops_rnn.cpp); these override
+  // torch's composites (native_group_norm's would run batch_norm in training mode) ----
+  m.impl("baddbmm", boxed<baddbmm_kernel<F::functional>>());
+  m.impl("baddbmm_", boxed<baddbmm_kernel<F::inplace>>());
+  m.impl("baddbmm.out", boxed<baddbmm_kernel<F::out>>());
+  m.impl("addbmm", boxed<addbmm_kernel<F::functional>>());
+  m.impl("addbmm_", boxed<addbmm_kernel<F::inplace>>());
+  m.impl("addbmm.out", boxed<addbmm_kernel<F::out>>());
+  m.impl("glu", boxed<glu_kernel<F::functional>>());
+  m.impl("glu.out", boxed<glu_kernel<F::out>>());
+  m.impl("_weight_norm_interface", boxed<weight_norm_kernel>());
+  m.impl("native_group_norm", boxed<group_norm_kernel>());
+  m.impl("_log_softmax", boxed<log_softmax_kernel<F::functional>>());
+  m.impl("_log_softmax.out", boxed<log_softmax_kernel<F::out>>());
+  m.impl("lstm.input", boxed<rnn_kernel<Rnn::lstm>>());
+  m.impl("gru.input", boxed<rnn_kernel<Rnn::gru>>());
+  m.impl("rnn_tanh.input", boxed<rnn_kernel<Rnn::tanh>>());
+  m.impl("rnn_relu.input", boxed<rnn_kernel<Rnn::relu>>());
+
   // ---- torch's CPU kernel, explicitly: its composite would call
   // convolution_backward_overrideable, which throws for a new backend ----
   m.impl("convolution_backward", boxed<cpu_fallback>());
+}
+
+// torchvision's detection ops (ops_detection.cpp): their schemas are torchvision's.
+TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) {
+  m.impl("nms", boxed<nms_kernel>());
+  m.impl("roi_align", boxed<roi_align_kernel>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(boxed<cpu_fallback>()); }

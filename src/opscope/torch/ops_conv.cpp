@@ -1,10 +1,11 @@
-// CNN window ops: convolution (2-d, not transposed) and max_pool2d_with_indices. Other
-// convolutions (1-d, 3-d, transposed) and anything opscope refuses run torch's CPU kernel
-// through the counted fallback.
+// CNN window ops: convolution (1-, 2- and 3-d, transposed or not) and
+// max_pool2d_with_indices. Anything opscope refuses runs torch's CPU kernel through the
+// counted fallback.
 #include <optional>
 
 #include "opscope/core/error.h"
 #include "opscope/ops/ops.h"
+#include "opscope/ops/spatial.h"
 #include "opscope/torch/kernels.h"
 
 namespace opscope::torch_bridge {
@@ -31,7 +32,8 @@ std::optional<Size2> size2(const c10::IValue& v, std::optional<Size2> empty = st
 }  // namespace
 
 // convolution / convolution_overrideable(input, weight, bias?, stride, padding, dilation,
-// transposed, output_padding, groups)
+// transposed, output_padding, groups): 1, 2 or 3 spatial axes, transposed or not (torch's
+// conv*d composites have batched the input already).
 void convolution_kernel(const c10::OperatorHandle&, Stack* s) {
   Call c(convolution_op(), s);
   if (meta_mode()) return c.fall_back();
@@ -39,16 +41,18 @@ void convolution_kernel(const c10::OperatorHandle&, Stack* s) {
   c10::optional<at::Tensor> b = c.opt_tensor(2);
   at::Tensor bt = b ? *b : at::Tensor();
   if (on_device(input) != on_device(weight)) two_devices(c.name(), input, weight);
-  auto stride = size2(c.arg(3)), padding = size2(c.arg(4)), dilation = size2(c.arg(5));
   bool same_dtype = weight.scalar_type() == input.scalar_type() && (!bt.defined() || bt.scalar_type() == input.scalar_type());
-  if (input.dim() != 4 || weight.dim() != 4 || c.arg(6).toBool() || !stride || !padding || !dilation ||
-      !has_kernels({&input, &weight, &bt}) || !same_dtype)
+  // No input channels: torch's CPU convolution returns an empty (N, 0, ...) tensor there,
+  // not the bias; its kernel decides.
+  if (input.dim() < 3 || input.dim() > 5 || weight.dim() != input.dim() || !has_kernels({&input, &weight, &bt}) ||
+      !same_dtype || input.size(1) == 0)
     return c.fall_back();
   try {
     Tensor x = from_torch(input, c.name()), w = from_torch(weight, c.name());
     Tensor bias = bt.defined() ? from_torch(bt, c.name()) : Tensor();
     AtenScope scope(c.name(), {&x, &w});
-    c.ret(to_torch(conv2d(x, w, bias, *stride, *padding, *dilation, c.arg(8).toInt())));
+    c.ret(to_torch(conv(x, w, bias, int_list(c.arg(3)), int_list(c.arg(4)), int_list(c.arg(5)), c.arg(8).toInt(),
+                        c.arg(6).toBool(), int_list(c.arg(7)))));
   } catch (const opscope::Error& e) {
     c.refused(e);
   }

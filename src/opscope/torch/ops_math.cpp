@@ -16,56 +16,6 @@ namespace opscope::torch_bridge {
 
 namespace {
 
-// One operand of a binary op: a device tensor, or a number (a Scalar argument or a 0-dim
-// CPU tensor, which torch lets join device ops).
-struct Operand {
-  at::Tensor t;
-  double value = 0;
-  bool is_number = false;
-};
-
-// The value of a 0-dim CPU tensor, read directly: item() is a dispatcher call of its own.
-double cpu_scalar_value(const at::Tensor& t) {
-  const void* p = t.data_ptr();
-  switch (t.scalar_type()) {
-    case at::kDouble: return *static_cast<const double*>(p);
-    case at::kFloat: return *static_cast<const float*>(p);
-    case at::kLong: return double(*static_cast<const int64_t*>(p));
-    case at::kInt: return *static_cast<const int32_t*>(p);
-    case at::kBool: return *static_cast<const bool*>(p);
-    default: return t.item().toDouble();
-  }
-}
-
-Operand operand(const c10::IValue& v) {
-  if (v.isTensor()) {
-    const at::Tensor& t = v.toTensor();
-    if (is_cpu_scalar(t)) return {t, cpu_scalar_value(t), true};
-    return {t, 0, false};
-  }
-  return {at::Tensor(), v.toScalar().toDouble(), true};
-}
-
-at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b) {
-  if (b.isTensor()) {
-    const at::Tensor &x = a.toTensor(), &y = b.toTensor();
-    // Two dimensioned tensors of one dtype (the common case): that dtype, without
-    // at::result_type's full promotion walk.
-    if (x.scalar_type() == y.scalar_type() && !x.unsafeGetTensorImpl()->is_wrapped_number() &&
-        !y.unsafeGetTensorImpl()->is_wrapped_number())
-      return x.scalar_type();
-  }
-  // torch's promotion rules without a trip through the dispatcher (which a profile would
-  // record as an aten::result_type op inside every binary op).
-  at::native::ResultTypeState st{};
-  st = at::native::update_result_type_state(a.toTensor(), st);
-  st = b.isTensor() ? at::native::update_result_type_state(b.toTensor(), st)
-                    : at::native::update_result_type_state(b.toScalar(), st);
-  return at::native::result_type(st);
-}
-
-Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.to(d); }
-
 // tensor op tensor, or tensor op number (Y = double)
 template <class Y>
 Tensor apply(Binary b, const Tensor& x, const Y& y) {
@@ -114,20 +64,81 @@ Tensor apply(Unary u, const Tensor& x) {
     case Unary::relu: return relu(x);
     case Unary::hardswish: return hardswish(x);
     case Unary::hardsigmoid: return hardsigmoid(x);
+    case Unary::floor: return floor(x);
+    case Unary::ceil: return ceil(x);
+    case Unary::round: return round(x);
+    case Unary::trunc: return trunc(x);
+    case Unary::sign: return sign(x);
+    case Unary::log2: return log2(x);
+    case Unary::reciprocal: return reciprocal(x);
+    case Unary::erf: return erf(x);
   }
   return {};
 }
 
-// Torch computes these in floating point even for integer inputs.
-bool floating_result(Unary u) { return u != Unary::neg && u != Unary::abs && u != Unary::relu; }
+// Torch computes these in floating point even for integer inputs; the others keep
+// integers (rounding and sign return them unchanged).
+bool floating_result(Unary u) {
+  switch (u) {
+    case Unary::neg:
+    case Unary::abs:
+    case Unary::relu:
+    case Unary::floor:
+    case Unary::ceil:
+    case Unary::round:
+    case Unary::trunc:
+    case Unary::sign: return false;
+    default: return true;
+  }
+}
 
-std::vector<int64_t> dims_arg(const c10::IValue& v) {
+}  // namespace
+
+// The value of a 0-dim CPU tensor, read directly: item() is a dispatcher call of its own.
+double cpu_scalar_value(const at::Tensor& t) {
+  const void* p = t.data_ptr();
+  switch (t.scalar_type()) {
+    case at::kDouble: return *static_cast<const double*>(p);
+    case at::kFloat: return *static_cast<const float*>(p);
+    case at::kLong: return double(*static_cast<const int64_t*>(p));
+    case at::kInt: return *static_cast<const int32_t*>(p);
+    case at::kBool: return *static_cast<const bool*>(p);
+    default: return t.item().toDouble();
+  }
+}
+
+Operand operand(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (is_cpu_scalar(t)) return {t, cpu_scalar_value(t), true};
+    return {t, 0, false};
+  }
+  return {at::Tensor(), v.toScalar().toDouble(), true};
+}
+
+at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b) {
+  if (b.isTensor()) {
+    const at::Tensor &x = a.toTensor(), &y = b.toTensor();
+    // Two dimensioned tensors of one dtype (the common case): that dtype, without
+    // at::result_type's full promotion walk.
+    if (x.scalar_type() == y.scalar_type() && !x.unsafeGetTensorImpl()->is_wrapped_number() &&
+        !y.unsafeGetTensorImpl()->is_wrapped_number())
+      return x.scalar_type();
+  }
+  // torch's promotion rules without a trip through the dispatcher (which a profile would
+  // record as an aten::result_type op inside every binary op).
+  at::native::ResultTypeState st{};
+  st = at::native::update_result_type_state(a.toTensor(), st);
+  st = b.isTensor() ? at::native::update_result_type_state(b.toTensor(), st)
+                    : at::native::update_result_type_state(b.toScalar(), st);
+  return at::native::result_type(st);
+}
+
+std::vector<int64_t> int_list(const c10::IValue& v) {
   if (v.isNone()) return {};
   auto l = v.toIntList();
   return {l.begin(), l.end()};
 }
-
-}  // namespace
 
 template <Binary B, Form F>
 void binary_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -226,7 +237,7 @@ void reduce_kernel(const c10::OperatorHandle& op, Stack* s) {
   const at::Tensor& self = c.tensor(0);
   size_t nargs = op.schema().arguments().size() - (F == Form::out ? 1 : 0);
   bool full = nargs == 2 && (R == Reduce::sum || R == Reduce::mean);  // sum(self, dtype)
-  std::vector<int64_t> dims = full ? std::vector<int64_t>{} : dims_arg(c.arg(1));
+  std::vector<int64_t> dims = full ? std::vector<int64_t>{} : int_list(c.arg(1));
   bool keepdim = full ? false : c.arg(2).toBool();
   c10::optional<at::ScalarType> dtype;
   if (R == Reduce::sum || R == Reduce::mean) dtype = c.arg(full ? 1 : 3).toOptional<at::ScalarType>();
@@ -269,7 +280,7 @@ void var_kernel(const c10::OperatorHandle& op, Stack* s) {
   const at::Tensor& self = c.tensor(0);
   if (!has_kernels({&self})) return c.fall_back();
   int64_t corr = c.arg(2).isNone() ? 1 : c.arg(2).toInt();
-  run_unary<F>(c, [&](const Tensor& x) { return var(x, dims_arg(c.arg(1)), c.arg(3).toBool(), corr); });
+  run_unary<F>(c, [&](const Tensor& x) { return var(x, int_list(c.arg(1)), c.arg(3).toBool(), corr); });
 }
 
 // The instances native_functions.cpp registers.
@@ -299,6 +310,14 @@ OPSCOPE_FORMS(unary_kernel, Unary::gelu)
 OPSCOPE_FORMS(unary_kernel, Unary::relu)
 OPSCOPE_FORMS(unary_kernel, Unary::hardswish)
 OPSCOPE_FORMS(unary_kernel, Unary::hardsigmoid)
+OPSCOPE_FORMS(unary_kernel, Unary::floor)
+OPSCOPE_FORMS(unary_kernel, Unary::ceil)
+OPSCOPE_FORMS(unary_kernel, Unary::round)
+OPSCOPE_FORMS(unary_kernel, Unary::trunc)
+OPSCOPE_FORMS(unary_kernel, Unary::sign)
+OPSCOPE_FORMS(unary_kernel, Unary::log2)
+OPSCOPE_FORMS(unary_kernel, Unary::reciprocal)
+OPSCOPE_FORMS(unary_kernel, Unary::erf)
 OPSCOPE_FORMS(reduce_kernel, Reduce::sum)
 OPSCOPE_FORMS(reduce_kernel, Reduce::mean)
 OPSCOPE_FORMS(reduce_kernel, Reduce::amax)

@@ -23,10 +23,6 @@
 
 namespace opscope::torch_bridge {
 
-namespace {
-Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.to(d); }
-}  // namespace
-
 // mm(self, mat2), bmm(self, mat2) and their out forms.
 template <Form F>
 void mm_kernel(const c10::OperatorHandle& op, Stack* s) {

@@ -90,8 +90,8 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
     spec.grain = std::max<int64_t>(1, kElemBlock * kElemGrainBlocks / (kR * shape[nd - 1]));
     spec.bytes = n * int64_t(itemsize(dt) + itemsize(st));
     spec.body = [=](int64_t b, int64_t e) {
-      OPSCOPE_DISPATCH_ALL(dt, To, [&] {
-        OPSCOPE_DISPATCH_ALL(st, From, [&] {
+      OPSCOPE_DISPATCH_ALL_AND_BOOL(dt, To, [&] {
+        OPSCOPE_DISPATCH_ALL_AND_BOOL(st, From, [&] {
           transposed_copy(reinterpret_cast<To*>(d), reinterpret_cast<const From*>(s), shape, strides, b, e);
         });
       });
@@ -117,8 +117,8 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
       f32_row_to_f16(reinterpret_cast<const float*>(s) + lo, reinterpret_cast<f16_t*>(d) + lo, hi - lo, false);
       return;
     }
-    OPSCOPE_DISPATCH_ALL(dt, To, [&] {
-      OPSCOPE_DISPATCH_ALL(st, From, [&] {
+    OPSCOPE_DISPATCH_ALL_AND_BOOL(dt, To, [&] {
+      OPSCOPE_DISPATCH_ALL_AND_BOOL(st, From, [&] {
         To* out = reinterpret_cast<To*>(d);
         const From* in = reinterpret_cast<const From*>(s);
         walk<2>(shape, strides, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
@@ -153,7 +153,7 @@ void launch_from_host(const Tensor& dst, std::shared_ptr<const std::vector<H>> b
   spec.bytes = n * int64_t(sizeof(H) + itemsize(dt));
   spec.body = [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
-    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
+    OPSCOPE_DISPATCH_ALL_AND_BOOL(dt, T, [&] {
       T* o = static_cast<T*>(d);
       const H* host = buf->data();
       for (int64_t i = lo; i < hi; ++i) o[i] = convert<T>(host[i]);
@@ -184,7 +184,7 @@ void launch_to_host_f32(float* host, const Tensor& src) {
   spec.bytes = n * int64_t(4 + itemsize(st));
   spec.body = [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
-    OPSCOPE_DISPATCH_ALL(st, T, [&] {
+    OPSCOPE_DISPATCH_ALL_AND_BOOL(st, T, [&] {
       const T* in = static_cast<const T*>(s);
       float* o = host + lo;
       for_each_run<1>(shape, strides, lo, hi, [&](auto off, auto inner, int64_t count) {
@@ -225,7 +225,7 @@ void launch_fill(const Tensor& dst, double value) {
   spec.bytes = n * int64_t(itemsize(dt));
   spec.body = [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
-    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
+    OPSCOPE_DISPATCH_ALL_AND_BOOL(dt, T, [&] {
       T v;
       if constexpr (std::is_integral_v<T>) v = T(value);
       else v = from_f32<T>(float(value));
@@ -247,7 +247,7 @@ void launch_arange(const Tensor& dst, double start, double step) {
   spec.bytes = n * int64_t(itemsize(dt));
   spec.body = [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
-    OPSCOPE_DISPATCH_ALL(dt, T, [&] {
+    OPSCOPE_DISPATCH_ALL_AND_BOOL(dt, T, [&] {
       T* o = static_cast<T*>(d);
       for (int64_t i = lo; i < hi; ++i) {
         double v = start + double(i) * step;

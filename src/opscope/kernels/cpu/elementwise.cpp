@@ -21,6 +21,14 @@ std::string_view op_name(UnaryOp op) {
     case UnaryOp::gelu_tanh: return "gelu_tanh";
     case UnaryOp::hardswish: return "hardswish";
     case UnaryOp::hardsigmoid: return "hardsigmoid";
+    case UnaryOp::floor: return "floor";
+    case UnaryOp::ceil: return "ceil";
+    case UnaryOp::round: return "round";
+    case UnaryOp::trunc: return "trunc";
+    case UnaryOp::sign: return "sign";
+    case UnaryOp::log2: return "log2";
+    case UnaryOp::reciprocal: return "reciprocal";
+    case UnaryOp::erf: return "erf";
   }
   return "?";
 }
@@ -39,8 +47,8 @@ std::string_view op_name(BinaryOp op) {
 }
 
 namespace {
-constexpr int kDTypes = 5;
-constexpr int kUnaryOps = int(UnaryOp::hardsigmoid) + 1;
+constexpr int kDTypes = int(DType::b8) + 1;
+constexpr int kUnaryOps = int(UnaryOp::erf) + 1;
 constexpr int kBinaryOps = int(BinaryOp::minimum) + 1;
 }  // namespace
 
@@ -67,7 +75,19 @@ const std::string& kernel_name(BinaryOp op, DType dt, bool scalar) {
   return names[scalar][int(op)][int(dt)];
 }
 
-bool supports_integers(UnaryOp op) { return op == UnaryOp::neg || op == UnaryOp::abs || op == UnaryOp::relu; }
+bool supports_integers(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::relu:
+    case UnaryOp::floor:  // the rounding ops return integers unchanged, as torch's
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::trunc:
+    case UnaryOp::sign: return true;
+    default: return false;
+  }
+}
 
 bool supports_integers(BinaryOp op) { return op != BinaryOp::div && op != BinaryOp::pow; }
 

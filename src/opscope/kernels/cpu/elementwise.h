@@ -27,7 +27,9 @@ namespace opscope::cpu_kernels {
 
 enum class UnaryOp : uint8_t {
   neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu,
-  gelu_tanh, hardswish, hardsigmoid  // gelu's tanh approximation; MobileNetV3's activations
+  gelu_tanh, hardswish, hardsigmoid,  // gelu's tanh approximation; MobileNetV3's activations
+  floor, ceil, round, trunc, sign,    // rounding (round: half to even, as torch.round)
+  log2, reciprocal, erf
 };
 enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum };
 

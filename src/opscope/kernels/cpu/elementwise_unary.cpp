@@ -246,6 +246,79 @@ struct Hardswish {
   [[gnu::always_inline]] static float f(float x) { return x * relu6_shift(x) / 6.f; }
 };
 
+// Rounding: integers pass through unchanged. round is half to even (nearbyint in the
+// default rounding mode), as torch.round.
+struct Floor {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 1;
+  template <class C> [[gnu::always_inline]] static C f(C x) {
+    if constexpr (std::is_integral_v<C>) return x;
+    else return std::floor(x);
+  }
+};
+struct Ceil {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 1;
+  template <class C> [[gnu::always_inline]] static C f(C x) {
+    if constexpr (std::is_integral_v<C>) return x;
+    else return std::ceil(x);
+  }
+};
+struct Round {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 1;
+  template <class C> [[gnu::always_inline]] static C f(C x) {
+    if constexpr (std::is_integral_v<C>) return x;
+    else return std::nearbyint(x);
+  }
+};
+struct Trunc {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 1;
+  template <class C> [[gnu::always_inline]] static C f(C x) {
+    if constexpr (std::is_integral_v<C>) return x;
+    else return std::trunc(x);
+  }
+};
+// -1, 0 or 1 (NaN stays NaN, -0 stays -0 as 0 - 0 would not: torch gives 0 for both).
+struct Sign {
+  static constexpr bool kIntegers = true;
+  static constexpr int kFlops = 2;
+  template <class C> [[gnu::always_inline]] static C f(C x) {
+    if constexpr (std::is_integral_v<C>) return C((x > 0) - (x < 0));
+    else return blend(x != x, x, float(x > 0.f) - float(x < 0.f));
+  }
+};
+// log2 x = ln x / ln 2: within 3 ulp of the exact value, exact at powers of two
+// (log_f gives n ln2 with the split constant, whose ratio rounds to n).
+struct Log2 {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 2;
+  [[gnu::always_inline]] static float f(float x) { return log_f(x) * 1.44269504088896341f; }
+};
+struct Reciprocal {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  [[gnu::always_inline]] static float f(float x) { return 1.f / x; }
+};
+// erf x = (1 + erf(x)) - 1 through the scaled erfc above (x * sqrt2 undoes its scaling);
+// near 0 the Taylor series, where the subtraction would cancel.
+struct Erf {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 6;
+  [[gnu::always_inline]] static float f(float x) {
+    float z = x * x;
+    float p = -8.54832702345085e-4f;
+    p = p * z + 5.22397762544219e-3f;
+    p = p * z - 2.68661706451313e-2f;
+    p = p * z + 1.12837916709551257e-1f;
+    p = p * z - 3.76126389031837525e-1f;
+    p = p * z + 1.12837916709551257f;
+    float big = one_plus_erf_scaled(x * 1.41421356237309505f) - 1.f;
+    return blend(std::fabs(x) < 0.5f, x * p, big);
+  }
+};
+
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
@@ -365,6 +438,14 @@ LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
     case UnaryOp::gelu_tanh: return make_unary<GeluTanh>(op, out, x);
     case UnaryOp::hardswish: return make_unary<Hardswish>(op, out, x);
     case UnaryOp::hardsigmoid: return make_unary<Hardsigmoid>(op, out, x);
+    case UnaryOp::floor: return make_unary<Floor>(op, out, x);
+    case UnaryOp::ceil: return make_unary<Ceil>(op, out, x);
+    case UnaryOp::round: return make_unary<Round>(op, out, x);
+    case UnaryOp::trunc: return make_unary<Trunc>(op, out, x);
+    case UnaryOp::sign: return make_unary<Sign>(op, out, x);
+    case UnaryOp::log2: return make_unary<Log2>(op, out, x);
+    case UnaryOp::reciprocal: return make_unary<Reciprocal>(op, out, x);
+    case UnaryOp::erf: return make_unary<Erf>(op, out, x);
   }
   return {};
 }

@@ -1,0 +1,26 @@
+// torchvision's detection ops on the CPU device, with its CPU kernels' arithmetic (f32):
+//  nms        greedy non-maximum suppression in order of decreasing score (a stable
+//             order: equal scores keep their input order); one work unit.
+//  roi_align  the average of bilinear samples on a grid in each bin of each region of
+//             interest (Mask R-CNN's RoIAlign); a work unit per region.
+#pragma once
+#include <cstdint>
+
+#include "opscope/runtime/launch.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope::cpu_kernels {
+
+// keep (N) i64: the kept indices first, in order; kept (1) i64: how many.
+LaunchSpec nms_spec(const Tensor& keep, const Tensor& kept, const Tensor& boxes, const Tensor& scores,
+                    double iou_threshold);
+
+struct RoiAlignParams {
+  double spatial_scale = 1;
+  int64_t pooled_h = 1, pooled_w = 1, sampling_ratio = -1;
+  bool aligned = false;
+};
+// out (K, C, ph, pw) from x (N, C, H, W) and rois (K, 5): (batch index, x1, y1, x2, y2).
+LaunchSpec roi_align_spec(const Tensor& out, const Tensor& x, const Tensor& rois, const RoiAlignParams& p);
+
+}  // namespace opscope::cpu_kernels

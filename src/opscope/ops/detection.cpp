@@ -1,0 +1,56 @@
+// nms and roi_align: the framework steps (kernels/cpu/detection).
+#include "opscope/ops/detection.h"
+
+#include "opscope/core/error.h"
+#include "opscope/kernels/cpu/detection.h"
+#include "opscope/kernels/dispatch.h"
+#include "opscope/runtime/op_scope.h"
+#include "opscope/runtime/runtime.h"
+
+namespace opscope {
+
+Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold) {
+  OPSCOPE_OP("nms", &boxes, &scores);
+  if (!boxes.defined() || !scores.defined()) fail("nms", "an operand is undefined (a default-constructed Tensor)");
+  if (boxes.ndim() != 2 || boxes.shape()[1] != 4)
+    fail("nms", "boxes have shape {}; they must be (N, 4)", boxes.shape().str());
+  if (scores.ndim() != 1 || scores.shape()[0] != boxes.shape()[0])
+    fail("nms", "scores have shape {}; they must be ({}), one per box", scores.shape().str(), boxes.shape()[0]);
+  if (!is_floating(boxes.dtype()) || scores.dtype() != boxes.dtype())
+    fail("nms", "boxes ({}) and scores ({}) must have one floating dtype", dtype_name(boxes.dtype()),
+         dtype_name(scores.dtype()));
+  if (&boxes.device() != &scores.device()) fail("nms", "boxes and scores are on different devices");
+  ops_detail::cpu_only("nms", boxes.device());
+  int64_t n = boxes.shape()[0];
+  Tensor keep = runtime::allocate({n}, DType::i64, boxes.device());
+  if (n == 0) return keep;
+  Tensor b = boxes.contiguous().to(DType::f32), s = scores.contiguous().to(DType::f32);
+  Tensor kept = runtime::allocate({1}, DType::i64, boxes.device());
+  runtime::launch(boxes.device(), cpu_kernels::nms_spec(keep, kept, b, s, iou_threshold), {&b, &s}, {&keep, &kept});
+  runtime::wait_written(kept);  // the count sets the shape
+  return keep.slice(0, 0, *kept.data<int64_t>());
+}
+
+Tensor roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h, int64_t pooled_w,
+                 int64_t sampling_ratio, bool aligned) {
+  OPSCOPE_OP("roi_align", &x, &rois);
+  if (!x.defined() || !rois.defined()) fail("roi_align", "an operand is undefined (a default-constructed Tensor)");
+  if (x.ndim() != 4) fail("roi_align", "x has shape {}; it must be (N, C, H, W)", x.shape().str());
+  if (rois.ndim() != 2 || rois.shape()[1] != 5)
+    fail("roi_align", "rois have shape {}; they must be (K, 5): batch index, x1, y1, x2, y2", rois.shape().str());
+  if (!is_floating(x.dtype()) || rois.dtype() != x.dtype())
+    fail("roi_align", "x ({}) and rois ({}) must have one floating dtype", dtype_name(x.dtype()),
+         dtype_name(rois.dtype()));
+  if (&x.device() != &rois.device()) fail("roi_align", "x and rois are on different devices");
+  if (pooled_h < 1 || pooled_w < 1) fail("roi_align", "the output size ({}, {}) must be positive", pooled_h, pooled_w);
+  ops_detail::cpu_only("roi_align", x.device());
+  Tensor out = runtime::allocate({rois.shape()[0], x.shape()[1], pooled_h, pooled_w}, DType::f32, x.device());
+  if (out.numel() == 0) return out.to(x.dtype());
+  if (x.shape()[2] == 0 || x.shape()[3] == 0) return zeros(out.shape(), x.dtype(), &x.device());  // no samples
+  Tensor xc = x.contiguous().to(DType::f32), rc = rois.contiguous().to(DType::f32);
+  cpu_kernels::RoiAlignParams p{spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned};
+  runtime::launch(x.device(), cpu_kernels::roi_align_spec(out, xc, rc, p), {&xc, &rc}, {&out});
+  return out.to(x.dtype());
+}
+
+}  // namespace opscope

@@ -1,0 +1,22 @@
+// torchvision's detection ops (torchvision.ops.nms, roi_align) as opscope ops, with its CPU
+// kernels' arithmetic. f32 (bf16/f16 computed in f32), CPU device only.
+#pragma once
+#include <cstdint>
+
+#include "opscope/runtime/tensor.h"
+
+namespace opscope {
+
+// The indices (i64) of the boxes (N, 4) as (x1, y1, x2, y2) that survive greedy
+// non-maximum suppression, in order of decreasing score: a box is dropped when its IoU
+// with a kept, higher-scoring box exceeds iou_threshold. Synchronizes (the count sets the
+// output's shape).
+Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold);
+// RoIAlign: x (N, C, H, W), rois (K, 5) as (batch index, x1, y1, x2, y2) in input
+// coordinates times 1 / spatial_scale; out (K, C, pooled_h, pooled_w), each bin the mean
+// of a sampling_ratio^2 grid (adaptive: ceil(bin size) per axis when <= 0) of bilinear
+// samples. aligned shifts the boxes by half a pixel (torchvision's aligned=True).
+Tensor roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h, int64_t pooled_w,
+                 int64_t sampling_ratio, bool aligned);
+
+}  // namespace opscope

@@ -1,0 +1,48 @@
+// Indexing, sorting and selection ops with torch's semantics: advanced indexing and its
+// write, index_select, gather, scatter, nonzero, roll, flip, sort, topk, max/min with
+// indices, cumsum. Index tensors are i32 or i64 (negative values count from the
+// end) or bool masks; an index out of range fails the kernel, named by the op. CPU device
+// only.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "opscope/runtime/tensor.h"
+
+namespace opscope {
+
+// x[indices[0], indices[1], ...] as torch's x[i, j] with index tensors: one entry per
+// leading dim of x, undefined for a whole dim (":"); bool masks stand for their nonzero
+// coordinates (a synchronization: their count sets the shape). The index tensors
+// broadcast together; their shape replaces the indexed dims, in place when those are
+// adjacent, else in front (numpy's rule).
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
+// x[indices...] = values (broadcast to the indexed shape), or += with accumulate, written
+// into x itself (any layout). The indices are index()'s.
+void index_put_(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+// The rows of x along `axis` picked by the 1-d `index`.
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
+// out[..., i, ...] = x[..., index[..., i, ...], ...] along `axis`; out has index's shape.
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
+// A copy of x with x[..., index[i], ...] = src[i] (or += when add) along `axis`, over
+// index's elements (in order: a repeated index keeps the last value, or adds every one).
+Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src, bool add = false);
+// The coordinates (count, ndim) i64 of x's nonzero elements, row-major. Synchronizes.
+Tensor nonzero(const Tensor& x);
+// Elements shifted by shifts[i] along axes[i] (wrapping around); no axes: over the
+// flattened tensor, restored to its shape.
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& axes);
+// x reversed along each of `axes`.
+Tensor flip(const Tensor& x, const std::vector<int64_t>& axes);
+// (values, indices i64) along `axis`, stably sorted; NaN sorts as the largest value.
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t axis = -1, bool descending = false);
+// The k largest (or smallest) along `axis`, in order: (values, indices i64).
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis = -1, bool largest = true);
+// The maximum (minimum) along `axis` and the index of its first occurrence; NaN wins.
+std::pair<Tensor, Tensor> max_with_index(const Tensor& x, int64_t axis, bool keepdim = false);
+std::pair<Tensor, Tensor> min_with_index(const Tensor& x, int64_t axis, bool keepdim = false);
+// Running sums along `axis`; integer and bool inputs give i64 (torch's cumsum).
+Tensor cumsum(const Tensor& x, int64_t axis);
+
+}  // namespace opscope

@@ -1,0 +1,289 @@
+// Indexing and sorting: aten's index.Tensor, index_put_, index_select, gather, scatter,
+// scatter_add, nonzero, roll, flip, topk, sort, max/min (with dim and without), cumsum and
+// norm, on opscope's kernels (ops/indexing.h). Index tensors on the CPU (torch allows
+// them for device tensors) are copied to the device first.
+#include "opscope/core/error.h"
+#include "opscope/ops/indexing.h"
+#include "opscope/ops/ops.h"
+#include "opscope/torch/kernels.h"
+
+namespace opscope::torch_bridge {
+
+namespace {
+
+// An index tensor as an opscope tensor on the device; nullopt when opscope cannot take it.
+std::optional<Tensor> index_tensor(const at::Tensor& t, const char* op) {
+  at::ScalarType st = t.scalar_type();
+  if (st != at::kLong && st != at::kInt && st != at::kBool) return std::nullopt;
+  if (t.dim() > kMaxDims) return std::nullopt;
+  if (on_device(t)) return from_torch(t, op);
+  if (t.device().is_cpu()) return from_torch(to_device_copy(t), op);
+  return std::nullopt;
+}
+
+// A Tensor?[] argument; nullopt when one entry cannot be taken.
+std::optional<std::vector<Tensor>> index_list(const c10::IValue& v, const char* op) {
+  std::vector<Tensor> r;
+  for (const c10::IValue& e : v.toListRef()) {
+    if (e.isNone()) {
+      r.push_back(Tensor());
+      continue;
+    }
+    const at::Tensor& t = e.toTensor();
+    if (!t.defined()) {
+      r.push_back(Tensor());
+      continue;
+    }
+    auto it = index_tensor(t, op);
+    if (!it) return std::nullopt;
+    r.push_back(*it);
+  }
+  return r;
+}
+
+template <class Fn>
+void run_pair(Call& c, Form f, size_t out_values, Fn&& fn) {
+  const at::Tensor& self = c.tensor(0);
+  try {
+    Tensor x = from_torch(self, c.name());
+    AtenScope scope(c.name(), {&x});
+    auto [v, i] = fn(x);
+    if (f == Form::out)
+      c.ret_tuple(deliver(f, v, c.tensor(out_values), c.name()), deliver(f, i, c.tensor(out_values + 1), c.name()));
+    else
+      c.ret_tuple(to_torch(v), to_torch(i));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+}  // namespace
+
+// index.Tensor(self, Tensor?[] indices) and index.Tensor_out.
+template <Form F>
+void index_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false)) return c.fall_back();
+  try {
+    auto idx = index_list(c.arg(1), c.name());
+    if (!idx) return c.fall_back();
+    Tensor x = from_torch(self, c.name());
+    AtenScope scope(c.name(), {&x});
+    c.ret(deliver(F, index(x, *idx), F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// index_put_(self, Tensor?[] indices, values, accumulate) and _index_put_impl_(..., unsafe).
+void index_put_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &values = c.tensor(2);
+  if (!has_kernels({&self}, false) || !(on_device(values) || is_cpu_scalar(values))) return c.fall_back();
+  if (on_device(values) && !has_kernels({&values}, false)) return c.fall_back();
+  try {
+    auto idx = index_list(c.arg(1), c.name());
+    if (!idx) return c.fall_back();
+    Tensor x = from_torch(self, c.name());
+    AtenScope scope(c.name(), {&x});
+    Tensor v = is_cpu_scalar(values) ? full(Shape{}, cpu_scalar_value(values), x.dtype(), &x.device())
+                                     : as_dtype(from_torch(values, c.name()), x.dtype());
+    index_put_(x, *idx, v, c.arg(3).toBool());
+    c.ret(self);
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// index_select(self, dim, index) and its out form.
+template <Form F>
+void index_select_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &index = c.tensor(2);
+  if (!has_kernels({&self}, false) || index.scalar_type() == at::kBool) return c.fall_back();
+  try {
+    auto i = index_tensor(index, c.name());
+    if (!i) return c.fall_back();
+    Tensor x = from_torch(self, c.name());
+    AtenScope scope(c.name(), {&x});
+    c.ret(deliver(F, index_select(x, c.arg(1).toInt(), *i), F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// gather(self, dim, index, sparse_grad) and its out form.
+template <Form F>
+void gather_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &index = c.tensor(2);
+  if (!has_kernels({&self}, false) || index.scalar_type() != at::kLong || !on_device(index)) return c.fall_back();
+  try {
+    Tensor x = from_torch(self, c.name()), i = from_torch(index, c.name());
+    AtenScope scope(c.name(), {&x, &i});
+    c.ret(deliver(F, gather(x, c.arg(1).toInt(), i), F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// scatter.src/.value(self, dim, index, src | value), scatter_add(self, dim, index, src):
+// functional, in-place and out forms. The .reduce overloads fall back.
+template <bool kAdd, Form F>
+void scatter_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &index = c.tensor(2);
+  if (!has_kernels({&self}, false) || index.scalar_type() != at::kLong || !on_device(index)) return c.fall_back();
+  const c10::IValue& src = c.arg(3);
+  if (src.isTensor() && !has_kernels({&src.toTensor()}, false)) return c.fall_back();
+  try {
+    Tensor x = from_torch(self, c.name()), i = from_torch(index, c.name());
+    AtenScope scope(c.name(), {&x, &i});
+    Tensor v = src.isTensor() ? as_dtype(from_torch(src.toTensor(), c.name()), x.dtype())
+                              : full(Shape{}, src.toScalar().toDouble(), x.dtype(), &x.device());
+    c.ret(deliver(F, scatter(x, c.arg(1).toInt(), i, v, kAdd), F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// nonzero(self) and nonzero.out.
+template <Form F>
+void nonzero_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false)) return c.fall_back();
+  run_unary<F>(c, [](const Tensor& x) { return nonzero(x); });
+}
+
+// roll(self, shifts, dims)
+void roll_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false)) return c.fall_back();
+  run_unary<Form::functional>(c, [&](const Tensor& x) { return roll(x, int_list(c.arg(1)), int_list(c.arg(2))); });
+}
+
+// flip(self, dims)
+void flip_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false)) return c.fall_back();
+  run_unary<Form::functional>(c, [&](const Tensor& x) { return flip(x, int_list(c.arg(1))); });
+}
+
+// topk(self, k, dim, largest, sorted) -> (values, indices) and topk.values (..., *, values, indices).
+template <Form F>
+void topk_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false) || self.scalar_type() == at::kBool) return c.fall_back();
+  run_pair(c, F, 5, [&](const Tensor& x) { return topk(x, c.arg(1).toInt(), c.arg(2).toInt(), c.arg(3).toBool()); });
+}
+
+// sort(self, dim, descending), sort.stable(self, *, stable?, dim, descending) and
+// sort.values_stable (..., *, values, indices): always stable.
+template <Form F>
+void sort_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false)) return c.fall_back();
+  bool with_stable = op.schema().overload_name().find("stable") != std::string::npos;
+  size_t dim_arg = with_stable ? 2 : 1;
+  run_pair(c, F, dim_arg + 2,
+           [&](const Tensor& x) { return sort(x, c.arg(dim_arg).toInt(), c.arg(dim_arg + 1).toBool()); });
+}
+
+// max.dim / min.dim(self, dim, keepdim) -> (values, indices), and max.dim_max / min.dim_min.
+template <bool kMax, Form F>
+void max_dim_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false) || self.numel() == 0) return c.fall_back();  // torch's error for empty
+  run_pair(c, F, 3, [&](const Tensor& x) {
+    return kMax ? max_with_index(x, c.arg(1).toInt(), c.arg(2).toBool())
+                : min_with_index(x, c.arg(1).toInt(), c.arg(2).toBool());
+  });
+}
+
+// max(self) / min(self): the extreme of all elements (an empty self is torch's error).
+template <bool kMax>
+void max_all_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false) || self.numel() == 0 || self.scalar_type() == at::kBool) return c.fall_back();
+  run_unary<Form::functional>(c, [](const Tensor& x) { return kMax ? max(x) : min(x); });
+}
+
+// cumsum(self, dim, *, dtype?) and its out and in-place forms.
+template <Form F>
+void cumsum_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  auto dtype = c.arg(2).toOptional<at::ScalarType>();
+  if (!has_kernels({&self}, false) || (dtype && !to_dtype(*dtype))) return c.fall_back();
+  run_unary<F>(c, [&](const Tensor& x) {
+    Tensor in = dtype ? as_dtype(x, *to_dtype(*dtype)) : x;
+    return cumsum(in, c.arg(1).toInt());
+  });
+}
+
+// norm.ScalarOpt_dim(self, p?, dim, keepdim), norm.Scalar(self, p) and norm.out(self, p?,
+// dim, keepdim, *, out).
+template <Form F>
+void norm_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self})) return c.fall_back();
+  double p = c.arg(1).isNone() ? 2.0 : c.number(1);
+  bool full = op.schema().overload_name() == "Scalar";
+  std::vector<int64_t> dims = full ? std::vector<int64_t>{} : int_list(c.arg(2));
+  bool keepdim = !full && c.arg(3).toBool();
+  run_unary<F>(c, [&](const Tensor& x) { return norm(x, p, dims, keepdim); });
+}
+
+template void index_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void index_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void index_select_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void index_select_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void gather_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void gather_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+#define OPSCOPE_FORMS(KERNEL, ...)                                                                   \
+  template void KERNEL<__VA_ARGS__ __VA_OPT__(, ) Form::functional>(const c10::OperatorHandle&, Stack*); \
+  template void KERNEL<__VA_ARGS__ __VA_OPT__(, ) Form::inplace>(const c10::OperatorHandle&, Stack*);    \
+  template void KERNEL<__VA_ARGS__ __VA_OPT__(, ) Form::out>(const c10::OperatorHandle&, Stack*);
+OPSCOPE_FORMS(scatter_kernel, false)
+OPSCOPE_FORMS(scatter_kernel, true)
+OPSCOPE_FORMS(cumsum_kernel)
+#undef OPSCOPE_FORMS
+template void nonzero_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void nonzero_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void topk_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void topk_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void sort_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void sort_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void max_dim_kernel<true, Form::functional>(const c10::OperatorHandle&, Stack*);
+template void max_dim_kernel<true, Form::out>(const c10::OperatorHandle&, Stack*);
+template void max_dim_kernel<false, Form::functional>(const c10::OperatorHandle&, Stack*);
+template void max_dim_kernel<false, Form::out>(const c10::OperatorHandle&, Stack*);
+template void max_all_kernel<true>(const c10::OperatorHandle&, Stack*);
+template void max_all_kernel<false>(const c10::OperatorHandle&, Stack*);
+template void norm_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void norm_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+
+}  // namespace opscope::torch_bridge

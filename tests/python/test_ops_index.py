@@ -1,0 +1,185 @@
+"""Indexing and sorting against torch CPU: advanced indexing (integer tensors, bool masks,
+broadcast indices, non-adjacent indexed dims, negative indices, CPU index tensors),
+index_put_ (accumulate, through views), index_select, gather, scatter/scatter_add, nonzero,
+roll, flip, sort, topk, max/min with indices, cumsum, norm. Each runs natively."""
+import pytest
+import torch
+
+import opscope
+from conftest import assert_close, native, rand
+
+
+def exact(got, want):
+    assert got.device.type == "privateuseone"
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_advanced_indexing(dtype):
+    x = (torch.randn(5, 6, 7) * 5).to(dtype)
+    i = torch.tensor([4, 0, -1, 2])
+    j = torch.tensor([[1], [5]])
+    cases = [
+        lambda t, a, b: t[a],
+        lambda t, a, b: t[:, a],
+        lambda t, a, b: t[a, b],           # broadcast (2, 4)
+        lambda t, a, b: t[a, :, b],        # non-adjacent: the index dims go first
+        lambda t, a, b: t[1:, a, 2:4],
+        lambda t, a, b: t.transpose(0, 2)[a],
+    ]
+    for fn in cases:
+        got, _ = native(fn, x, i, j)
+        exact(got, fn(x, i, j))
+
+
+def test_mask_indexing_and_cpu_indices(dev):
+    x = rand(5, 6)
+    m = x > 0
+    got, _ = native(lambda t, k: t[k], x, m)
+    exact(got, x[m])
+    got, _ = native(lambda t, k: t[:, k[0]], x, m)
+    exact(got, x[:, m[0]])
+    d = x.to(dev)
+    opscope.reset_fallback_stats()
+    exact(d[torch.tensor([3, 1])], x[torch.tensor([3, 1])])  # a CPU index tensor for a device tensor
+    assert opscope.fallback_stats() == {}
+
+
+def test_index_put(dev):
+    x = torch.zeros(6, 5)
+    i = torch.tensor([0, 2, 2, 5])
+    v = torch.arange(4.0).reshape(4, 1)
+    for accumulate in (False, True):
+        d = x.to(dev)
+        d.index_put_((i.to(dev),), v.to(dev), accumulate=accumulate)
+        want = x.clone().index_put_((i,), v, accumulate=accumulate)
+        exact(d, want)
+    d, want = x.to(dev), x.clone()
+    m = torch.rand(6, 5) > 0.5
+    d[m.to(dev)] = 3.0  # a mask and a number (Faster R-CNN's labels)
+    want[m] = 3.0
+    exact(d, want)
+    d[:, 1:4][torch.tensor([1, 3]).to(dev)] = torch.tensor([7.0, 8.0, 9.0]).to(dev)  # through a view
+    want[:, 1:4][torch.tensor([1, 3])] = torch.tensor([7.0, 8.0, 9.0])
+    exact(d, want)
+    t = torch.zeros(3, 4, 5)
+    dt = t.to(dev)
+    dt[torch.tensor([0, 2]).to(dev), :, torch.tensor([1, 4]).to(dev)] = 1.5  # non-adjacent
+    t[torch.tensor([0, 2]), :, torch.tensor([1, 4])] = 1.5
+    exact(dt, t)
+    assert opscope.fallback_stats() == {}
+
+
+def test_index_select_gather_scatter():
+    x = rand(4, 7)
+    idx = torch.tensor([6, 0, 3, 3])
+    got, _ = native(lambda t, k: torch.index_select(t, 1, k), x, idx)
+    exact(got, torch.index_select(x, 1, idx))
+    g = torch.randint(0, 7, (4, 3))
+    got, _ = native(lambda t, k: torch.gather(t, 1, k), x, g)
+    exact(got, torch.gather(x, 1, g))
+    got, _ = native(lambda t, k: torch.gather(t.t(), 0, k.t()[:2]), x, g)  # views
+    exact(got, torch.gather(x.t(), 0, g.t()[:2]))
+    src = rand(4, 3)
+    s = torch.stack([torch.randperm(7)[:3] for _ in range(4)])  # no repeats per row: a defined result
+    got, _ = native(lambda t, k, v: t.scatter(1, k, v), x, s, src)
+    exact(got, x.scatter(1, s, src))
+    got, _ = native(lambda t, k: t.scatter(1, k, 2.5), x, s)
+    exact(got, x.scatter(1, s, 2.5))
+    got, want = native(lambda t, k, v: t.scatter_add(1, k, v), x, g, src)  # repeats add up
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
+def test_nonzero(dtype):
+    x = (torch.rand(7, 5, 3) > 0.6).to(dtype)
+    got, _ = native(torch.nonzero, x)
+    exact(got, torch.nonzero(x))
+    got, _ = native(lambda t: torch.where(t), x)  # the tuple form
+    for g, w in zip(got, torch.where(x)):
+        exact(g, w)
+    big = (torch.rand(70000) > 0.999).float()  # several blocks
+    got, _ = native(torch.nonzero, big)
+    exact(got, torch.nonzero(big))
+
+
+def test_roll_and_flip():
+    x = rand(4, 5, 6)
+    for shifts, dims in ((2, 0), ((1, -2), (1, 2)), ((3, 3), (0, 0)), (-7, None), ((-4, 5), (2, 1)), (0, 1)):
+        got, _ = native(lambda t: torch.roll(t, shifts, dims), x)
+        exact(got, torch.roll(x, shifts, dims))
+    got, _ = native(lambda t: torch.roll(t.transpose(0, 2), (1, 2), (0, 1)), x)
+    exact(got, torch.roll(x.transpose(0, 2), (1, 2), (0, 1)))
+    for dims in ((0,), (1, 2), (0, 1, 2), (-1,)):
+        got, _ = native(lambda t: torch.flip(t, dims), x)
+        exact(got, torch.flip(x, dims))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_sort_topk_and_extremes(dtype):
+    x = torch.randperm(120).reshape(4, 5, 6).to(dtype)  # distinct values: the indices are defined
+    for dim in (0, 1, -1):
+        for desc in (False, True):
+            (gv, gi), _ = native(lambda t: torch.sort(t, dim, descending=desc), x)
+            wv, wi = torch.sort(x, dim, descending=desc)
+            exact(gv, wv)
+            exact(gi, wi)
+        for largest in (True, False):
+            (gv, gi), _ = native(lambda t: torch.topk(t, 3, dim, largest=largest), x)
+            wv, wi = torch.topk(x, 3, dim, largest=largest)
+            exact(gv, wv)
+            exact(gi, wi)
+        for fn in (torch.max, torch.min):
+            (gv, gi), _ = native(lambda t: fn(t, dim, keepdim=dim == 1), x)
+            wv, wi = fn(x, dim, keepdim=dim == 1)
+            exact(gv, wv)
+            exact(gi, wi)
+        got, _ = native(lambda t: torch.argsort(t, dim), x)
+        exact(got, torch.argsort(x, dim))
+    got, _ = native(torch.max, x)
+    exact(got, torch.max(x))
+
+
+def test_sort_is_stable_and_nan_sorts_last():
+    x = torch.tensor([3.0, float("nan"), 1.0, 3.0, -1.0, float("nan"), 1.0])
+    for desc in (False, True):
+        (gv, gi), _ = native(lambda t: torch.sort(t, stable=True, descending=desc), x)
+        wv, wi = torch.sort(x, stable=True, descending=desc)
+        exact(gv, wv)
+        exact(gi, wi)
+    (gv, gi), _ = native(lambda t: torch.max(t, 0), x)
+    assert torch.isnan(gv.cpu()) and gi.item() == 1  # the first NaN wins
+    (gv, gi), _ = native(lambda t: torch.topk(t, 2), x)
+    assert torch.isnan(gv.cpu()).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool])
+def test_cumsum(dtype):
+    x = (torch.randn(3, 9) * 3).to(dtype)
+    for dim in (0, 1):
+        got, want = native(lambda t: torch.cumsum(t, dim), x)
+        assert got.dtype == want.dtype
+        if want.is_floating_point():
+            assert_close(got, want)
+        else:
+            exact(got, want)
+    got, want = native(lambda t: torch.cumsum(t, 1, dtype=torch.float32), x)
+    assert_close(got, want, torch.float32 if not x.is_floating_point() else None)
+
+
+def test_norm():
+    x = rand(4, 5, 6)
+    for p, dim, keep in ((2, -1, True), (1, (0, 2), False), (float("inf"), 1, False), (3, None, False)):
+        got, want = native(lambda t: torch.norm(t, p, dim, keep), x)
+        assert_close(got, want)
+    got, want = native(lambda t: torch.nn.functional.normalize(t, dim=-1), x)  # Swin V2's attention
+    assert_close(got, want)
+
+
+def test_index_errors_name_the_op(dev):
+    x = torch.randn(4, device=dev)
+    with pytest.raises(RuntimeError, match=r"out of bounds for dimension 0 with size 4"):
+        x[torch.tensor([4], device=dev)].cpu()
+    with pytest.raises(RuntimeError, match=r"gather"):
+        torch.gather(x, 0, torch.tensor([9], device=dev)).cpu()
