@@ -27,26 +27,24 @@ inline std::string with_math_costs(const std::string& peaks_json, int repeats = 
   return j.dump();
 }
 
-inline std::string attach_peaks(const std::string& saved) {
+// `copy_gbps`, where given, gets the peaks' copy rate (GB/s, bytes read + written; 0 when
+// a saved file has none).
+inline std::string attach_peaks(const std::string& saved, double* copy_gbps = nullptr) {
   if (saved.empty()) {
     const runtime::DevicePeaks& peaks = runtime::device_peaks(cpu());
     analysis::attach_device_peaks(with_math_costs(peaks.to_json()));
+    if (copy_gbps) *copy_gbps = peaks.copy_gbps;
     return peaks.summary();
   }
   std::string json = analysis::load_device_peaks(saved);
   analysis::attach_device_peaks(json);
   auto j = nlohmann::json::parse(json);
+  if (copy_gbps) *copy_gbps = j.value("copy_gbps", 0.0);
   double gbps = j.value("stream_gbps", j.value("copy_gbps", 0.0));
   double spread = j.value("spread", 0.0);
   return fmt::format("device peaks: from {} (stream {:.1f} GB/s, f32 matmul {:.1f} GFLOP/s; spread {:.0f}%)\n", saved,
                      gbps, j.value("matmul_gflops", 0.0), 100 * spread) +
          runtime::busy_warning(spread);
-}
-
-// The copy rate (GB/s, bytes read + written) of the peaks attach_peaks(saved) attached.
-inline double attached_copy_gbps(const std::string& saved) {
-  if (saved.empty()) return runtime::device_peaks(cpu()).copy_gbps;
-  return nlohmann::json::parse(analysis::load_device_peaks(saved)).value("copy_gbps", 0.0);
 }
 
 }  // namespace opscope::cli

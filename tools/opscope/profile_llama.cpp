@@ -129,7 +129,8 @@ void run_llama(const LlamaArgs& a) {
 
   Tensor prompt = models::llama_prompt(cfg, tokens, seed);
   // The roofline's ceilings, measured before profiling; every profile carries them.
-  fmt::print("{}\n", attach_peaks(a.peaks));
+  double copy_gbps = 0;
+  fmt::print("{}\n", attach_peaks(a.peaks, &copy_gbps));
 
   std::vector<ModeResult> results;
   for (const std::string& mode : modes) {
@@ -176,7 +177,6 @@ void run_llama(const LlamaArgs& a) {
   // Decode at batch 1 reads every weight once a token (the embedding: one row), so a step
   // cannot beat weight bytes / copy bandwidth: the ratio CPU decoders are judged by.
   double weight_bytes = double(cfg.num_params() - (cfg.vocab - 1) * cfg.dim) * double(itemsize(cfg.dtype));
-  double copy_gbps = attached_copy_gbps(a.peaks);
   double limit_ms = copy_gbps > 0 ? weight_bytes / copy_gbps / 1e6 : 0;
   fmt::print("{:<16} {:>18} {:>16} {:>14} {:>20} {:>18} {:>13} {:>13} {:>9}\n", "mode", "prefill device ms",
              "prefill wall ms", "prefill tok/s", "decode device ms/tok", "decode wall ms/tok", "decode tok/s",
