@@ -183,10 +183,14 @@ void run_llama(const LlamaArgs& a) {
              "limit ms/tok", "of limit");
   auto per_s = [](double n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; };
   for (const ModeResult& r : results)
-    fmt::print("{:<16} {:>18.3f} {:>16.3f} {:>14.1f} {:>20.3f} {:>18.3f} {:>13.1f} {:>13.3f} {:>8.0f}%\n", r.mode,
+      // No copy rate (a saved --peaks file without one): no limit, not a 0% that reads as a figure.
+    fmt::print("{:<16} {:>18.3f} {:>16.3f} {:>14.1f} {:>20.3f} {:>18.3f} {:>13.1f} {:>13} {:>9}\n", r.mode,
                r.prefill_device_ms, r.wall.prefill_wall_ms, per_s(double(tokens), r.wall.prefill_wall_ms),
-               r.decode_device_ms, r.wall.decode_wall_ms, per_s(1, r.wall.decode_wall_ms), limit_ms,
-               r.wall.decode_wall_ms > 0 ? 100 * limit_ms / r.wall.decode_wall_ms : 0.0);
+               r.decode_device_ms, r.wall.decode_wall_ms, per_s(1, r.wall.decode_wall_ms),
+               limit_ms > 0 ? fmt::format("{:.3f}", limit_ms) : "-",
+               limit_ms > 0 && r.wall.decode_wall_ms > 0
+                   ? fmt::format("{:.0f}%", 100 * limit_ms / r.wall.decode_wall_ms)
+                   : "-");
   if (results.size() == 2) {
     const ModeResult &e = results[0], &c = results[1];
     auto ratio = [](double x, double y) { return x > 0 && y > 0 ? fmt::format("{:.2f}x", x / y) : std::string("-"); };
@@ -195,9 +199,10 @@ void run_llama(const LlamaArgs& a) {
                ratio(e.decode_device_ms, c.decode_device_ms), ratio(e.wall.decode_wall_ms, c.wall.decode_wall_ms), "");
   }
   fmt::print("(tok/s from wall time: the host's dispatch included; device ms: the kernels' time on the device;\n"
-             " limit: {:.1f} MB of weights read a token at the probe's {:.1f} GB/s copy rate, of limit = limit / decode "
-             "wall ms)\n",
-             weight_bytes / 1e6, copy_gbps);
+             " limit: {:.1f} MB of weights read a token {}, of limit = limit / decode wall ms)\n",
+             weight_bytes / 1e6,
+             copy_gbps > 0 ? fmt::format("at the probe's {:.1f} GB/s copy rate", copy_gbps)
+                           : std::string("(the peaks have no copy rate: no limit)"));
 }
 
 }  // namespace
