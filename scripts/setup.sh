@@ -15,7 +15,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy
   clang)
-[ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium clang-16 libclang-rt-16-dev)
+[ "${OPSCOPE_TEST_DEPS:-0}" = 1 ] && packages+=(chromium clang-16 libclang-rt-16-dev python3-torchaudio)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
