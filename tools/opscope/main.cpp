@@ -19,6 +19,7 @@ void add_advise_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
+void add_kernel_command(CLI::App& app);
 }  // namespace opscope::cli
 
 int main(int argc, char** argv) {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   add_import_command(app);
   add_probe_command(app);
   add_analyze_command(app);
+  add_kernel_command(app);
 
   // Subcommands run in their callbacks during parse(); their errors are opscope::Error
   // ("[flag or file] what is wrong") and end the program with status 1.

@@ -12,6 +12,7 @@
 #include "check_flag.h"
 #include "table_flags.h"
 #include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/line_averages.h"
 #include "opscope/analysis/memory.h"
 #include "opscope/analysis/roofline.h"
 #include "open_profile.h"
@@ -28,6 +29,7 @@ struct TableArgs {
   int group_by_stack = 0;
   std::string time_unit;
   bool by_rank = false;
+  bool group_by_line = false;  // the instructions layer's samples per source line
   TableFlags table;
   std::string peaks;                       // a saved probe
   double peak_gbps = 0, peak_gflops = 0;   // or roofs given by hand (0: not given)
@@ -47,6 +49,8 @@ void add_table_command(CLI::App& app) {
   cmd->add_option("--time-unit", args->time_unit, "s, ms, us or ns (default: each value in its own unit)");
   cmd->add_flag("--by-rank", args->by_rank,
                 "Profiles imported from several ranks: each rank's time per op and kernel, and the slowest rank");
+  cmd->add_flag("--group-by-line", args->group_by_line,
+                "Hottest source lines across all kernels, each with its kernel and op (instructions layer)");
   args->table.add_to(cmd);
   cmd->add_option("--peaks", args->peaks, "Read % Roofline against this saved probe (`opscope probe --save FILE`)");
   cmd->add_option("--peak-gbps", args->peak_gbps, "Read % Roofline against this memory bandwidth, GB/s");
@@ -65,6 +69,10 @@ void add_table_command(CLI::App& app) {
     if (!peaks.empty()) trace.config_json = analysis::with_device_peaks(trace.config_json, peaks);
     if (args->peak_gbps > 0) trace.config_json = analysis::with_peak_gbps(trace.config_json, args->peak_gbps);
     importer::override_peaks(trace, 0, args->peak_gflops);
+    if (args->group_by_line) {
+      std::fputs(analysis::line_averages(trace, "--group-by-line", args->dir).table(args->row_limit).c_str(), stdout);
+      return;
+    }
     if (args->by_rank) {
       std::fputs(importer::rank_table(trace).text(args->row_limit).c_str(), stdout);
       return;

@@ -41,7 +41,9 @@ struct CompileOptions {
   bool explain = false;          // print the graph before and after each pass (stderr)
   std::string cache_dir;         // default: compiler::cache_root()
   std::string cxx;               // compiler command; default $CXX, else c++/g++/clang++
-  std::vector<std::string> cxx_flags = {"-O3", "-march=native", "-fno-math-errno"};
+  // -g1: line tables only, so an instruction sample in a compiled kernel names its line of
+  // the generated source (the instructions layer; the code is the same with or without).
+  std::vector<std::string> cxx_flags = {"-O3", "-march=native", "-fno-math-errno", "-g1"};
 };
 
 // What one input signature compiled into.

@@ -239,6 +239,7 @@ class Writer {
     s_.commit(lit(w, "{\"traceEvents\":["));
     metadata();
     for (const TraceEvent& e : t_.events) event(e);
+    for (const Sample& smp : t_.samples) sample(smp);
     other_data();
     s_.flush();
   }
@@ -546,6 +547,28 @@ class Writer {
     o += info.dump();
   }
 
+  // An instruction sample: an instant on its core's track, named by its function.
+  void sample(const Sample& smp) {
+    if (smp.track < 0 || size_t(smp.track) >= t_.tracks.size() || smp.site < 0 ||
+        size_t(smp.site) >= t_.code_sites.size())
+      return;
+    const CodeSite& site = t_.code_sites[size_t(smp.site)];
+    char* w = s_.reserve(kEventBound + escaped_bound(site.function) + escaped_bound(site.file));
+    w = begin(w, 'i');
+    w = lit(w, ",\"s\":\"t\",\"ts\":");
+    w = put_us(w, smp.t);
+    w = put_place(w, fw_[size_t(smp.track)]);
+    w = lit(w, ",\"cat\":\"sample\",\"name\":");
+    w = put_json_string(w, site.function.empty() ? std::string_view("[unknown]") : std::string_view(site.function));
+    w = put_uint(arg(w, "launch_id", true), smp.launch);
+    if (!site.file.empty()) {
+      w = put_json_string(arg(w, "file"), site.file);
+      w = put_int(arg(w, "line"), site.line);
+    }
+    w = lit(w, "}}");
+    s_.commit(w);
+  }
+
   void other_data() {
     std::string o = "\n],\n\"otherData\":{\"producer\":\"opscope\",\"schema_version\":";
     o += std::to_string(t_.schema_version);
@@ -577,6 +600,10 @@ class Writer {
     if (!t_.device_tracing_json.empty() && nlohmann::json::accept(t_.device_tracing_json)) {
       o += ",\"device_tracing\":";
       o += t_.device_tracing_json;
+    }
+    if (!t_.sampling_json.empty() && nlohmann::json::accept(t_.sampling_json)) {
+      o += ",\"sampling\":";
+      o += t_.sampling_json;
     }
     o += ",\"event_count\":";
     o += std::to_string(t_.events.size());

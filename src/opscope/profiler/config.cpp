@@ -118,16 +118,19 @@ uint32_t parse_layers(std::string_view spec, std::string_view what) {
     if (part == "framework") mask |= kFramework;
     else if (part == "runtime") mask |= kRuntime;
     else if (part == "device") mask |= kDevice;
+    else if (part == "instructions") mask |= kInstructions | kDevice;  // samples are placed by kernel events
     else
-      fail(what, "'{}' is not a layer list: unknown layer '{}' (expected framework, runtime, device or all)", spec,
-           part);
+      fail(what,
+           "'{}' is not a layer list: unknown layer '{}' (expected framework, runtime, device, instructions or all)",
+           spec, part);
   }
   return mask;
 }
 
 std::string layers_str(uint32_t layers) {
   std::string out;
-  for (auto [bit, name] : {std::pair{kFramework, "framework"}, {kRuntime, "runtime"}, {kDevice, "device"}})
+  for (auto [bit, name] : {std::pair{kFramework, "framework"}, {kRuntime, "runtime"}, {kDevice, "device"},
+                                 {kInstructions, "instructions"}})
     if (layers & bit) out += out.empty() ? name : std::string(",") + name;
   return out;
 }
@@ -135,7 +138,13 @@ std::string layers_str(uint32_t layers) {
 // ---- config ----
 
 void ProfilerConfig::validate() const {
-  if (layers & ~uint32_t(kFramework | kRuntime | kDevice)) fail("layers", "unknown layer bits {:#x}", layers);
+  if (layers & ~uint32_t(kFramework | kRuntime | kDevice | kInstructions))
+    fail("layers", "unknown layer bits {:#x}", layers);
+  if ((layers & kInstructions) && !(layers & kDevice))
+    fail("layers", "instructions needs the device layer: its kernel events give each sample its launch");
+  if (sample_rate_hz < kMinSampleRateHz || sample_rate_hz > kMaxSampleRateHz)
+    fail("sample_rate", "{} Hz is out of range ({}..{} samples per second per core)", sample_rate_hz,
+         kMinSampleRateHz, kMaxSampleRateHz);
   if (max_events < 1 || max_events > kMaxMaxEvents)
     fail("max_events", "{} is out of range (1..{})", max_events, kMaxMaxEvents);
   if (cupti_buffer_kb < 16 || cupti_buffer_kb > kMaxCuptiBufferKb)
@@ -157,6 +166,7 @@ std::string ProfilerConfig::to_json() const {
   j["correlate_device_time"] = correlate_device_time;
   j["cupti_buffer_kb"] = cupti_buffer_kb;
   j["cupti_max_buffers"] = cupti_max_buffers;
+  j["sample_rate_hz"] = sample_rate_hz;
   if (schedule)
     j["schedule"] = {{"skip_first", schedule->skip_first}, {"wait", schedule->wait}, {"warmup", schedule->warmup},
                      {"active", schedule->active}, {"repeat", schedule->repeat}};
@@ -188,6 +198,7 @@ ProfilerConfig ProfilerConfig::from_env() {
   };
   env_count("OPSCOPE_PROFILE_CUPTI_BUFFER_KB", 16, kMaxCuptiBufferKb, c.cupti_buffer_kb);
   env_count("OPSCOPE_PROFILE_CUPTI_MAX_BUFFERS", 1, kMaxCuptiBuffers, c.cupti_max_buffers);
+  env_count("OPSCOPE_PROFILE_SAMPLE_RATE", kMinSampleRateHz, kMaxSampleRateHz, c.sample_rate_hz);
   c.record_shapes = env_bool("OPSCOPE_PROFILE_SHAPES", c.record_shapes);
   c.with_stack = env_bool("OPSCOPE_PROFILE_STACK", c.with_stack);
   return c;

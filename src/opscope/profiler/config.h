@@ -36,7 +36,8 @@ class CoreSet {
   std::vector<int> cores_;
 };
 
-// "framework,runtime,device" (any subset, or "all") → a Layer bitmask. Throws "[what] ...".
+// "framework,runtime,device,instructions" (any subset, or "all" = the first three) → a
+// Layer bitmask; "instructions" brings "device" with it. Throws "[what] ...".
 uint32_t parse_layers(std::string_view spec, std::string_view what = "layers");
 std::string layers_str(uint32_t layers);
 
@@ -57,6 +58,12 @@ struct ProfilerConfig {
   static constexpr int64_t kMaxCuptiBuffers = 4096;
   int64_t cupti_buffer_kb = 4096;
   int64_t cupti_max_buffers = 64;
+  // The instructions layer: samples per second of each device core's time (cpu-clock:
+  // one every 1e9 / rate ns the core runs; cycles: the OS adapts the period to it).
+  static constexpr int64_t kDefaultSampleRateHz = 10'000;
+  static constexpr int64_t kMinSampleRateHz = 100;
+  static constexpr int64_t kMaxSampleRateHz = 100'000;  // Linux's cpu-clock floor: 10 us
+  int64_t sample_rate_hz = kDefaultSampleRateHz;
   bool record_shapes = false;          // input shapes and dtypes of each op
   bool with_stack = false;             // each op's call site, resolved at collection
   bool correlate_device_time = true;   // kernel device time belongs to the launching op
@@ -70,7 +77,7 @@ struct ProfilerConfig {
   std::string to_json() const;
 
   // Defaults overridden by OPSCOPE_PROFILE_DIR, _LAYERS, _CORES, _MAX_EVENTS, _SHAPES,
-  // _STACK, _CUPTI_BUFFER_KB, _CUPTI_MAX_BUFFERS; a bad value throws "[OPSCOPE_PROFILE_X] ..." naming the variable.
+  // _STACK, _CUPTI_BUFFER_KB, _CUPTI_MAX_BUFFERS, _SAMPLE_RATE; a bad value throws "[OPSCOPE_PROFILE_X] ..." naming the variable.
   static ProfilerConfig from_env();
   // OPSCOPE_PROFILE=1 (true when set to 1/true/yes/on; throws on a value not a boolean).
   static bool env_enabled();

@@ -13,7 +13,9 @@ struct Launch;
 
 namespace opscope::prof {
 
-enum Layer : uint32_t { kFramework = 1, kRuntime = 2, kDevice = 4 };
+// kInstructions: timer-based samples of the device cores' instruction pointers inside
+// kernels (sampler.h); it needs kDevice, whose kernel events give each sample its launch.
+enum Layer : uint32_t { kFramework = 1, kRuntime = 2, kDevice = 4, kInstructions = 8 };
 
 // Bitmask of layers being recorded now (0 when no profile is active).
 extern std::atomic<uint32_t> g_layers;
@@ -56,5 +58,11 @@ void on_kernel(const Launch& l, int device, int core, int64_t t0, int64_t t1, in
 // `l` from t0 to t1: one device event on the track "<device> stream <stream>", with
 // `detail` as its description ("collective all_reduce, in 1024 elements, ...").
 void on_engine_kernel(const Launch& l, int device, int stream, int64_t t0, int64_t t1, std::string_view detail);
+
+// ---- instructions layer ----
+// A device core's worker thread begins (or ends) its life: the sampler samples the
+// threads of running cores. Called on that thread; cheap, and a no-op for the kernels.
+void on_core_thread_start(int device, int core);
+void on_core_thread_exit();
 
 }  // namespace opscope::prof

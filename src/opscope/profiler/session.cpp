@@ -4,6 +4,8 @@
 #include "opscope/profiler/annotate.h"
 #include "opscope/profiler/collect.h"
 #include "opscope/profiler/cupti_session.h"
+#include "opscope/profiler/samples.h"
+#include "opscope/profiler/sampler.h"
 
 namespace opscope::prof {
 
@@ -75,6 +77,7 @@ void Profiler::transition(ProfilerAction from, ProfilerAction to) {
 
 void Profiler::start_trace() {
   detail::begin_window(config_, window_);
+  detail::sampler_begin(config_);  // the instructions layer (no-op without it)
   detail::cupti_begin(config_);  // GPU activity, when a CUDA device is there (no-op otherwise)
   recording_ = true;
 }
@@ -83,8 +86,10 @@ void Profiler::stop_trace() {
   if (!recording_) return;
   detail::end_window(window_);  // the devices have run what the window queued
   std::optional<DeviceActivity> gpu = detail::cupti_end();
+  detail::SamplerReport samples = detail::sampler_end();
   recording_ = false;
   trace_ = detail::collect(window_, config_);
+  detail::attach_samples(trace_, std::move(samples), window_.start_ns);
   if (gpu) merge_device_activity(trace_, *gpu);
   annotate_trace(trace_);
   ++collected_;

@@ -25,6 +25,7 @@
 #include "opscope/core/error.h"
 #include "opscope/profiler/atomic_file.h"
 #include "opscope/profiler/chrome_trace.h"
+#include "opscope/profiler/store_samples.h"
 #include "opscope/profiler/stream_file.h"
 
 namespace opscope::prof {
@@ -286,6 +287,7 @@ void write_db(const Trace& t, const std::string& file, const std::string& shown)
     put("wall_time_ns", std::to_string(t.wall_time_ns));
     put("config_json", t.config_json);
     if (!t.device_tracing_json.empty()) put("device_tracing_json", t.device_tracing_json);
+    if (!t.sampling_json.empty()) put("sampling_json", t.sampling_json);
     put("dropped", std::to_string(t.dropped));
     put("event_count", std::to_string(t.events.size()));
     put("producer", "opscope");
@@ -337,6 +339,7 @@ void write_db(const Trace& t, const std::string& file, const std::string& shown)
     }
     if (r != SQLITE_DONE) db_fail(shown, db, r, "writing events");
   }
+  detail::write_samples_db(db, t, shown);  // the instructions layer's tables
   exec(db, shown, "COMMIT", "committing");
   rc = sqlite3_close(db);
   c.db = nullptr;
@@ -666,6 +669,7 @@ Trace load_profile(const std::string& path) {
   int64_t expected_events = get_int("event_count", false);
   if (auto it = meta.find("config_json"); it != meta.end()) t.config_json = it->second;
   if (auto it = meta.find("device_tracing_json"); it != meta.end()) t.device_tracing_json = it->second;
+  if (auto it = meta.find("sampling_json"); it != meta.end()) t.sampling_json = it->second;
 
   auto rows = [&](const char* sql, const char* what, auto&& row) {
     Stmt s(db, sql);
@@ -715,6 +719,7 @@ Trace load_profile(const std::string& path) {
   }
   if (expected_events >= 0 && int64_t(t.events.size()) != expected_events)
     fail("profile", "{}: truncated: {} events, its meta says {}", p, t.events.size(), expected_events);
+  detail::read_samples_db(db, p, t);
   return t;
 }
 

@@ -67,6 +67,26 @@ struct DeviceInfo {
   int32_t num_cores = 0;
 };
 
+// The instructions layer (sampler.h, samples.h): each sampled instruction's place in
+// the code, resolved at collection while the modules were loaded.
+struct CodeModule {
+  std::string path;      // the ELF file the code came from; "[kernel]" for the OS's code
+  std::string build_id;  // hex (empty when the file has none): tells a rebuilt file apart
+};
+struct CodeSite {        // one sampled instruction address
+  int32_t module = -1;   // index into Trace::code_modules
+  uint64_t address = 0;  // the module's own address (instruction pointer - load bias)
+  std::string function;  // demangled symbol; "" when the module has none there
+  std::string file;      // source file from the line table; "" without one
+  int32_t line = 0;
+};
+struct Sample {
+  int64_t t = 0;        // ns since base_time_ns
+  int32_t track = 0;    // the device core's track
+  int32_t site = 0;     // index into Trace::code_sites
+  uint64_t launch = 0;  // launch id of the kernel event the sample fell in
+};
+
 struct Trace {
   int schema_version = kSchemaVersion;
   int64_t base_time_ns = 0;   // CLOCK_MONOTONIC ns of t = 0
@@ -81,6 +101,14 @@ struct Trace {
   // GPU tracing (CUPTI), a JSON object: how device times were aligned to the host clock
   // and the error bound, records CUPTI dropped, buffers used. Empty when none.
   std::string device_tracing_json;
+  // Instruction samples (the instructions layer), sorted by t, with the code they point
+  // at. sampling_json (a JSON object) says how they were taken: event, rate, counts kept,
+  // outside kernels, lost and dropped, and a warning when the OS refused; empty when the
+  // layer was not asked for.
+  std::vector<CodeModule> code_modules;
+  std::vector<CodeSite> code_sites;
+  std::vector<Sample> samples;
+  std::string sampling_json;
 };
 
 }  // namespace opscope::prof

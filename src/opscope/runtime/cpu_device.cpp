@@ -152,6 +152,14 @@ void CpuDevice::wake_scheduler() {
   }
 }
 
+namespace {
+// The sampler (instructions layer) samples the threads of live cores.
+struct CoreThreadMark {
+  CoreThreadMark(int device, int core) { prof::on_core_thread_start(device, core); }
+  ~CoreThreadMark() { prof::on_core_thread_exit(); }
+};
+}  // namespace
+
 bool CpuDevice::any_queued() {
   int n = num_streams();
   for (int i = 0; i < n; ++i)
@@ -180,6 +188,7 @@ bool CpuDevice::waits_on_other_device() {
 }
 
 void CpuDevice::scheduler_loop() {
+  CoreThreadMark mark(index(), 0);
   if (pinned_) pin_to_cpu(cpu_of_core_[0].load());
   while (true) {
     bool did = false;
@@ -248,6 +257,7 @@ void CpuDevice::move_off_host_cpu() {
 }
 
 void CpuDevice::helper_loop(int core) {
+  CoreThreadMark mark(index(), core);
   uint32_t pinned_gen = pin_gen_.load();
   if (pinned_) pin_to_cpu(cpu_of_core_[core].load());
   // Generation 0 is the state before any job; reading job_gen_ here instead could skip

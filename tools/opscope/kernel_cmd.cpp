@@ -1,0 +1,69 @@
+// opscope kernel PROFILE [KERNEL] [--op NAME] [--module PATH] [--json] [--lines N] [--context N]
+// Inside one kernel, from a profile taken with the instructions layer: perf annotate's
+// listing (the kernel's source lines, hottest first, with the code around them and the
+// instructions under each, then the vector-width and class shares and the samples per
+// core). Without KERNEL: the kernels that have samples.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "open_profile.h"
+#include "opscope/analysis/kernel_profile.h"
+#include "opscope/core/error.h"
+
+namespace opscope::cli {
+namespace {
+
+struct KernelArgs {
+  std::string profile, kernel, op, module;
+  bool json = false;
+  int lines = 10, context = 2;
+};
+
+void print(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
+}
+
+void run_kernel(const KernelArgs& a) {
+  if (a.lines < 1) fail("--lines", "{} is not a count of lines (>= 1)", a.lines);
+  if (a.context < 0 || a.context > 50) fail("--context", "{} is not a count of lines (0..50)", a.context);
+  prof::Trace trace = open_profile(a.profile);
+  if (a.kernel.empty()) {
+    analysis::require_samples(trace, "kernel", a.profile);
+    auto kernels = analysis::sampled_kernels(trace);
+    if (a.json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (auto& [name, n] : kernels) j.push_back({{"kernel", name}, {"samples", n}});
+      print(j.dump(2));
+      return;
+    }
+    std::string out = "Kernels with instruction samples (opscope kernel PROFILE KERNEL shows one):\n";
+    for (auto& [name, n] : kernels) out += fmt::format("  {:>8}  {}\n", n, name);
+    print(out);
+    return;
+  }
+  analysis::KernelQuery q{a.kernel, a.op, a.module};
+  analysis::KernelProfile k = analysis::kernel_profile(trace, q, a.profile);
+  print(a.json ? analysis::kernel_profile_json(k).dump(2) : analysis::kernel_profile_text(k, a.lines, a.context));
+}
+
+}  // namespace
+
+void add_kernel_command(CLI::App& app) {
+  auto args = std::make_shared<KernelArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "kernel", "Inside a kernel: its hot source lines and instructions (profiles with the instructions layer)");
+  cmd->add_option("profile", args->profile, "Profile folder (with profile.db) or profile.db file")->required();
+  cmd->add_option("kernel", args->kernel, "Kernel name, e.g. softmax_f32 (none: list the kernels with samples)");
+  cmd->add_option("--op", args->op, "Only launches of this framework op");
+  cmd->add_option("--module", args->module,
+                  "Read the kernel's code from this file (an artifact or library moved since the profile)");
+  cmd->add_flag("--json", args->json, "JSON instead of the listing");
+  cmd->add_option("--lines", args->lines, "Hot source lines listed")->capture_default_str();
+  cmd->add_option("--context", args->context, "Source lines shown around each hot line")->capture_default_str();
+  cmd->callback([args] { run_kernel(*args); });
+}
+
+}  // namespace opscope::cli
