@@ -2,7 +2,6 @@
 OPSCOPE_STRICT=1 (any fallback is an error) equals torch CPU's. torchvision's
 classification, segmentation, detection and video models, torchaudio's wav2vec2/HuBERT and
 Conformer, nn.LSTM/GRU/RNN, Transformer and MultiheadAttention."""
-import os
 import warnings
 
 import pytest
@@ -73,16 +72,6 @@ def test_segmentation():
     check(model, torch.randn(1, 3, 64, 48))
     model = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None, num_classes=3)
     check(model, torch.randn(1, 3, 48, 48))
-
-
-def missing_op_in_strict_mode(run, op):
-    """The families one op short of native (#32 open): strict mode stops naming that op, and
-    with the counted fallback the forward still equals torch CPU's. When the op lands, the
-    first assertion fails: move the family to the strict tests."""
-    with pytest.raises(RuntimeError, match=op):
-        run()
-    os.environ["OPSCOPE_STRICT"] = "0"
-    run()
 
 
 def test_detection():
@@ -167,7 +156,7 @@ def test_video(name):
 
 @pytest.mark.parametrize("extractor", ["group_norm", "layer_norm"])
 def test_wav2vec2_and_hubert(extractor):
-    missing_op_in_strict_mode(lambda: wav2vec2(extractor), "div")
+    wav2vec2(extractor)  # strict: its lengths' div(rounding_mode="floor") on int64 runs natively
 
 
 def wav2vec2(extractor):
