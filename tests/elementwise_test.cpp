@@ -627,3 +627,52 @@ TEST(Elementwise, Errors) {
 }
 
 }  // namespace
+
+// div with rounding_mode trunc / floor: integers exactly against C++'s own arithmetic
+// (every sign pair, exact multiples, the minimum over -1 wrapping), floats through
+// std::floor / std::trunc of the exact quotient where it is representable; a zero integer
+// divisor is a kernel error naming div, and the device goes on.
+TEST(Elementwise, DivRoundingModes) {
+  std::vector<int64_t> a, b;
+  for (int64_t x = -13; x <= 13; ++x)
+    for (int64_t y : {-7, -4, -3, -2, -1, 1, 2, 3, 5, 13}) a.push_back(x), b.push_back(y);
+  a.push_back(std::numeric_limits<int64_t>::min()), b.push_back(-1);
+  const Shape s{int64_t(a.size())};
+  for (DType dt : {DType::i64, DType::i32}) {
+    Tensor ta = from_host_i64(a, s).to(dt), tb = from_host_i64(b, s).to(dt);
+    std::vector<int64_t> tr = div(ta, tb, RoundingMode::trunc).to(DType::i64).to_vector<int64_t>();
+    std::vector<int64_t> fl = div(ta, tb, RoundingMode::floor).to(DType::i64).to_vector<int64_t>();
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      int64_t t = a[i] / b[i], f = t - ((a[i] % b[i] != 0) && ((a[i] < 0) != (b[i] < 0)));
+      ASSERT_EQ(tr[i], t) << a[i] << " / " << b[i] << " " << dtype_name(dt);
+      ASSERT_EQ(fl[i], f) << a[i] << " // " << b[i] << " " << dtype_name(dt);
+    }
+    int64_t lo = dt == DType::i64 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min();
+    if (dt == DType::i64) {
+      EXPECT_EQ(tr.back(), lo) << "the minimum over -1 wraps";
+    }
+    // the scalar form
+    EXPECT_EQ(div(ta, 2.0, RoundingMode::floor).to(DType::i64).to_vector<int64_t>()[0], -7);  // -13 // 2
+    EXPECT_EQ(div(ta, 2.0, RoundingMode::trunc).to(DType::i64).to_vector<int64_t>()[0], -6);
+  }
+  std::vector<float> fa, fb;
+  for (int64_t i = 0; i < int64_t(a.size()) - 1; ++i) fa.push_back(0.37f * float(a[size_t(i)])), fb.push_back(float(b[size_t(i)]) * 0.11f);
+  Tensor x = from_host(fa, {int64_t(fa.size())}), y = from_host(fb, {int64_t(fb.size())});
+  std::vector<float> tr = div(x, y, RoundingMode::trunc).to_float_vector(), fl = div(x, y, RoundingMode::floor).to_float_vector();
+  for (size_t i = 0; i < fa.size(); ++i) {
+    double q = double(fa[i]) / double(fb[i]);
+    if (std::fabs(q - std::round(q)) < 1e-5) continue;  // next to an integer: f32 rounding decides
+    EXPECT_EQ(tr[i], float(std::trunc(q))) << fa[i] << " / " << fb[i];
+    EXPECT_EQ(fl[i], float(std::floor(q))) << fa[i] << " // " << fb[i];
+  }
+  EXPECT_TRUE(std::isinf(div(from_host({1.f}, {1}), from_host({0.f}, {1}), RoundingMode::floor).item()));
+  Tensor zero = from_host_i64({4, 0}, {2});
+  try {
+    div(from_host_i64({8, 8}, {2}), zero, RoundingMode::floor).to_vector<int64_t>();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ZeroDivisionError"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("[div]", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(div(from_host_i64({9}, {1}), 2.0, RoundingMode::floor).to_vector<int64_t>()[0], 4);
+}

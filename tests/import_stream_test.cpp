@@ -105,6 +105,42 @@ TEST(ImportStream, ErrorsNameTheSameEventThroughAnyWindow) {
       EXPECT_EQ(std::string(e.what()).rfind("[import] mem.json: event 12 cannot be read: ", 0), 0u) << e.what();
     }
   }
+  // A list in an event's args with no comma between two values (the fuzzer's
+  // "[[2- 3]]"): that event is named, through any window. The reader used to end the
+  // list there, which left the parser unable to go on: the one-window read then lost
+  // the events after it without a word, and the 64-byte window read them all.
+  for (const char* list : {"[[2 3]]", "[[2- 3], []]", "[1, [2 3]]"}) {
+    std::string dims = text;
+    size_t e5 = dims.find("\"External id\":5");
+    dims.insert(e5, std::string("\"Input Dims\":") + list + ",");
+    for (size_t window : {size_t(64), size_t(32) << 20}) {
+      try {
+        read(dims, window, 7);
+        ADD_FAILURE() << list << ": no error";
+      } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("[import] mem.json: event 5 cannot be read: ", 0), 0u) << e.what();
+      }
+    }
+  }
+  // Between two events, no comma or two: an error through any window, found by the
+  // splitter (a window may end between the two, and the parser then sees each alone).
+  size_t tenth = text.rfind(",{", text.find("\"External id\":10"));
+  ASSERT_NE(tenth, std::string::npos);
+  for (const char* between : {" ", ",,"}) {
+    std::string joined = text;
+    joined.replace(tenth, 1, between);
+    for (size_t window : {size_t(64), size_t(32) << 20}) {
+      try {
+        read(joined, window, 7);
+        ADD_FAILURE() << "'" << between << "': no error";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(std::strlen(between) == 1 ? "not JSON (expected ',' or ']' after an event"
+                                                                        : "not JSON (two ',' in a row between events"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
   // Text after the root value.
   try {
     read(text + " {}", 64, SIZE_MAX);

@@ -79,3 +79,37 @@ def test_a_compiled_model_keeps_its_module_rows(dev, tmp_path):
     norm = next(v for k, v in origins.items() if "rsqrt" in k)
     assert {"aten::pow", "aten::mean", "aten::rsqrt", "aten::mul"} <= set(norm["ops"]), norm
     assert any(m.endswith("attention_norm") or m.endswith("ffn_norm") for m in norm["modules"]), norm
+
+
+def test_the_method_end_to_end_example(tmp_path):
+    """examples/method.py at the small config: the eager table names the hotspot, trace.json
+    gives the same device time for it, the compiled profile keeps the module rows, and
+    `opscope diff` matches modules by path on both sides."""
+    import re
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "method.py")
+    out = tmp_path / "method"
+    r = subprocess.run([sys.executable, "-W", "ignore", example, "--size", "small", "--iters", "2", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = r.stdout
+    hot = re.search(r"== the hotspot: (\S+), (\d+)% of the device time \(([\d.]+) ms in (\d+) calls\)", text)
+    assert hot, text
+    eager_table = text.split("== eager:")[1].split("== the hotspot")[0]
+    first_row = next(l for l in eager_table.splitlines() if l.startswith(("aten::", "opscope::")))
+    assert first_row.split()[0] == hot.group(1), eager_table  # the table's first row, by self device time
+    seen = re.search(r"== confirmed in .*trace\.json: (\S+)'s (\d+) calls launched .*: ([\d.]+) ms, the table's ([\d.]+) ms",
+                     text)
+    assert seen, text
+    assert seen.group(1) == hot.group(1) and seen.group(2) == hot.group(4)
+    assert seen.group(3) == seen.group(4), seen.group(0)  # the trace alone gives the table's time
+    compiled_table = text.split("== compiled:")[1].split("== eager vs compiled")[0]
+    assert "h.0.attn" in compiled_table or "h.0.mlp" in compiled_table, compiled_table  # module rows survive compile
+    assert "outputs equal within 1e-5" in text
+    both = re.search(r"the hotspot's modules on both sides \(device ms per forward\): (.*)", text)
+    assert both and re.search(r"h\.\d\.\S+ [\d.]+ -> [\d.]+", both.group(1)), text
+    diff = text.split("== opscope diff")[1]
+    assert re.search(r"^h\.0\.attn\s+range\s+2\s+2\s", diff, re.M), diff  # matched by path, 2 calls a side
+    for side in ("eager", "compiled"):
+        assert (out / side / "trace.json").exists() and (out / side / "profile.db").exists()

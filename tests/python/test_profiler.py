@@ -245,10 +245,34 @@ def test_cpu_ops_have_cpu_time_only_and_fallbacks_show(dev, tmp_path):
         torch.cumprod(d, 0).cpu()  # no opscope kernel: torch's CPU kernel on the device's memory
     ka = {r.key: r for r in prof.key_averages()}
     assert ka["aten::mm"].cpu_time_total > 0 and ka["aten::mm"].device_time_total == 0
-    assert "aten::cumprod" in ka and "opscope::cpu_fallback" in ka
+    assert "aten::cumprod" in ka and "opscope::cpu_fallback(aten::cumprod.out)" in ka, list(ka)
     ev = prof.events()
     cumprod = {e[2] for e in ev if e[0] == "op" and e[1] == "aten::cumprod"}  # cumprod and the cumprod.out it calls
-    assert any(e[0] == "range" and e[1] == "opscope::cpu_fallback" and e[3] in cumprod for e in ev)
+    assert any(e[0] == "range" and e[1] == "opscope::cpu_fallback(aten::cumprod.out)" and e[3] in cumprod for e in ev)
+
+
+def test_fallback_rows_come_first_whatever_the_sort(dev, tmp_path):
+    """Each op that ran torch's CPU kernel is its own row, "opscope::cpu_fallback(aten::op)",
+    and those rows lead the table (and the sorted rows) under every sort key, though they
+    have no device time: they are what to fix before reading the device's times."""
+    x = torch.randn(256, 256).to(dev)
+    with profile(experimental_config=Config(output_dir=str(tmp_path / "p"))) as prof:
+        for _ in range(2):
+            y = torch.mm(x, x)          # the device's largest op
+            torch.cumprod(y, 0)         # no opscope kernel: two fallbacks
+            torch.cummax(y, 0)
+        opscope.synchronize()
+    ka = prof.key_averages()
+    fallbacks = {"opscope::cpu_fallback(aten::cumprod.out)", "opscope::cpu_fallback(aten::_cummax_helper)"}
+    for key in ("self_device_time_total", "device_time_total", "self_cpu_time_total", "count"):
+        table = ka.table(sort_by=key, row_limit=5)
+        names = [l.split()[0] for l in table.splitlines()[3:5]]  # long names end in "..." there
+        assert len(set(names)) == 2 and all(n.startswith("opscope::cpu_fallback(aten::_cum") or
+                                            n == "opscope::cpu_fallback(aten::cumprod.out)" for n in names), (key, table)
+    rows = {r.key: r for r in ka}
+    assert all(rows[f].count == 2 and rows[f].self_device_time_total == 0 and rows[f].cpu_time_total > 0
+               for f in fallbacks), [rows[f] for f in fallbacks]
+    assert ka.table().splitlines()[3].split()[0] == "aten::mm"  # no sort key: rows as first recorded
 
 
 def test_schedule_gives_one_trace_per_active_window(dev, tmp_path):

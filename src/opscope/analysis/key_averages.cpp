@@ -338,6 +338,9 @@ std::vector<KeyAverage> KeyAverages::sorted(std::string_view sort_by) const {
     if (sort_by == k.name) {
       std::stable_sort(rows.begin(), rows.end(),
                        [f = k.field](const KeyAverage& a, const KeyAverage& b) { return f(a) > f(b); });
+      std::stable_partition(rows.begin(), rows.end(), [](const KeyAverage& r) {
+        return r.kind == EventKind::range && std::string_view(r.name).starts_with(kCpuFallbackRange);
+      });
       return rows;
     }
   fail("sort_by", "unknown key '{}' (expected one of {})", sort_by, sort_key_names(true));

@@ -35,6 +35,10 @@
 
 namespace opscope::analysis {
 
+// The range the PyTorch bridge opens, as "opscope::cpu_fallback(aten::cumprod)", around an
+// op it runs with torch's CPU kernel on the device's memory (torch/fallback.cpp).
+inline constexpr std::string_view kCpuFallbackRange = "opscope::cpu_fallback";
+
 struct KeyAverage {
   std::string name;
   EventKind kind = EventKind::op;  // op, range or kernel
@@ -91,7 +95,10 @@ class KeyAverages {
   // Whether the trace had alloc/free events (the table then shows the memory columns).
   bool has_memory() const { return has_memory_; }
 
-  // Rows ordered by `sort_by` (descending; "" keeps first appearance). Keys as torch:
+  // Rows ordered by `sort_by` (descending; "" keeps first appearance), except that the
+  // rows of ops that ran torch's CPU kernel (ranges kCpuFallbackRange + "(aten::op)") come
+  // first whatever the key: their cost is host time the device waited through, which a
+  // device-time sort would bury, and they are what to fix first. Keys as torch:
   // self_cpu_time_total, cpu_time_total, cpu_time (avg), self_device_time_total,
   // device_time_total, device_time (avg), self_device_memory_usage, device_memory_usage,
   // count. Aliases: the cuda_* time keys; self_cuda_memory_usage, cuda_memory_usage,

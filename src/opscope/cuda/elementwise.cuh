@@ -15,7 +15,7 @@ namespace opscope::cuda_impl::dev {
 // Values of cpu_kernels::UnaryOp and BinaryOp.
 enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu, kGeluTanh,
              kHardswish, kHardsigmoid };
-enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum };
+enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor };
 
 __device__ __forceinline__ float sigmoid_f(float x) {
   float e = expf(-fabsf(x));  // <= 1: neither tail overflows
@@ -53,6 +53,15 @@ __device__ __forceinline__ float binary_f(int op, float a, float b) {
     case kPow: return powf(a, b);
     case kMaximum: return (a != a || b != b) ? a + b : fmaxf(a, b);  // NaN from either side
     case kMinimum: return (a != a || b != b) ? a + b : fminf(a, b);
+    case kDivTrunc: return truncf(a / b);
+    case kDivFloor: {  // as the CPU kernel (elementwise_binary.cpp): floor through fmod
+      if (b == 0.0f) return a / b;
+      float mod = fmodf(a, b), d = (a - mod) / b;
+      if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) d -= 1.0f;
+      if (d == 0.0f) return copysignf(0.0f, a / b);
+      float fl = floorf(d);
+      return d - fl > 0.5f ? fl + 1.0f : fl;
+    }
   }
   return a;
 }

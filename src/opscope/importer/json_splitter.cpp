@@ -170,6 +170,7 @@ class Splitter {
   }
   void end_element(size_t end) {
     elem_active_ = false;
+    want_comma_ = true;
     if (batch_.empty()) batch_first_ = result_.events;
     batch_.emplace_back(uint32_t(elem_start_), uint32_t(end));
     ++result_.events;
@@ -214,15 +215,21 @@ class Splitter {
         close_events();
         return;
       }
+      // Commas between events are checked here, not left to the parser: a batch may end
+      // between two events, and the parser would never see what lies between them.
       if (c == ',') {
         if (!seen_element_) not_json("',' before the first event");
+        if (!want_comma_) not_json("two ',' in a row between events");
+        want_comma_ = false;
         return;
       }
+      if (want_comma_) not_json("expected ',' or ']' after an event");
       seen_element_ = true;
       begin_element();
     }
     if (events_level && elem_active_ && (c == ',' || c == ']')) {  // a scalar element ends
       end_element(pos_);
+      want_comma_ = false;
       if (c == ']') close_events();
       return;
     }
@@ -346,7 +353,7 @@ class Splitter {
   Phase phase_ = Phase::want_key;
   int depth_ = 0, events_depth_ = -1;
   bool in_string_ = false, in_key_string_ = false, elem_active_ = false, seen_element_ = false, seen_key_ = false,
-       saw_events_ = false;
+       saw_events_ = false, want_comma_ = false;
   size_t string_start_ = 0, key_start_ = 0, value_start_ = 0, elem_start_ = 0;
   std::string key_;
   std::vector<std::pair<size_t, size_t>> batch_;

@@ -183,6 +183,12 @@ std::string_view dtype_name(std::string_view t) {
 // TensorList's dims) are an error, not a recursion as deep as the file is.
 constexpr int kMaxListDepth = 32;
 struct ListTooDeep {};
+// An element of such a list that does not parse ("[2 3]"): an error, never the end of
+// the list, since simdjson's iterator cannot go on past it and the events after this one
+// would be lost.
+struct BadListElement {
+  simdjson::error_code error;
+};
 
 // A JSON list as text: "[4,4096]" → "(4, 4096)" with open '(' close ')' and ", ";
 // nested lists (a TensorList's dims) likewise; scalars as written.
@@ -194,7 +200,7 @@ std::string list_text(od::value& v, char open, char close, const char* sep, int 
   bool first = true;
   for (auto er : a) {
     od::value x;
-    if (std::move(er).get(x) != simdjson::SUCCESS) break;
+    if (auto e = std::move(er).get(x)) throw BadListElement{e};
     if (!first) out += sep;
     first = false;
     out += list_text(x, open, close, sep, depth + 1);
@@ -256,6 +262,13 @@ class Reader final : public TraceParts {
       }
       event(v, index);
       ++index;
+    }
+    // Every event the splitter found was read: an iterator that stopped early would lose
+    // the rest of the batch without a word.
+    if (index != first + int64_t(spans.size())) {
+      locate(text, capacity, first, spans);
+      fail("import", "{}: events {} to {} cannot be read: the JSON parser stopped early", t_.file, index,
+           first + int64_t(spans.size()) - 1);
     }
   }
 
@@ -390,6 +403,8 @@ class Reader final : public TraceParts {
       }
     } catch (const ListTooDeep&) {
       fail("import", "{}: event {}: its args hold lists nested deeper than {} levels", t_.file, index, kMaxListDepth);
+    } catch (const BadListElement& bad) {
+      bad_event(index, bad.error);
     }
     if (ph.size() != 1) {
       t_.warnings.add(ph.empty() ? "events with no phase (ph) skipped" : fmt::format(kPhase, ph), index);

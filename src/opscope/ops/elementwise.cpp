@@ -147,5 +147,17 @@ Tensor add(double a, const Tensor& b) { OPSCOPE_OP("add", &b); return binary_sca
 Tensor sub(double a, const Tensor& b) { OPSCOPE_OP("sub", &b); return binary_scalar("sub", BinaryOp::sub, b, a, true); }
 Tensor mul(double a, const Tensor& b) { OPSCOPE_OP("mul", &b); return binary_scalar("mul", BinaryOp::mul, b, a, true); }
 Tensor div(double a, const Tensor& b) { OPSCOPE_OP("div", &b); return binary_scalar("div", BinaryOp::div, b, a, true); }
+// Named div_trunc / div_floor below the framework op: the compiler's "div" is true
+// division, so a traced graph must not take these for it (they stay untraced, eager).
+Tensor div(const Tensor& a, const Tensor& b, RoundingMode mode) {
+  OPSCOPE_OP("div", &a, &b);
+  if (mode == RoundingMode::trunc) return binary("div_trunc", BinaryOp::div_trunc, a, b);
+  return binary("div_floor", BinaryOp::div_floor, a, b);
+}
+Tensor div(const Tensor& a, double b, RoundingMode mode) {
+  OPSCOPE_OP("div", &a);
+  if (mode == RoundingMode::trunc) return binary_scalar("div_trunc", BinaryOp::div_trunc, a, b, false);
+  return binary_scalar("div_floor", BinaryOp::div_floor, a, b, false);
+}
 
 }  // namespace opscope

@@ -62,6 +62,11 @@ Tensor add(double a, const Tensor& b);
 Tensor sub(double a, const Tensor& b);
 Tensor mul(double a, const Tensor& b);
 Tensor div(double a, const Tensor& b);
+// torch.div's rounding_mode "trunc" (toward zero) and "floor" (toward -inf), any dtype:
+// integers stay integers, divided exactly; an integer zero divisor is a kernel error.
+enum class RoundingMode : uint8_t { trunc, floor };
+Tensor div(const Tensor& a, const Tensor& b, RoundingMode mode);
+Tensor div(const Tensor& a, double b, RoundingMode mode);
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

@@ -2,8 +2,9 @@
 // device's own memory (it is host memory): synchronize, view each device tensor as a
 // CPU tensor (no copy), call the op, and give back device tensors. Every fallback is
 // counted and timed (fallback_report), warned about once per op, shown in the profile as
-// the aten op with a nested range "opscope::cpu_fallback", and an error under OPSCOPE_STRICT=1.
+// the aten op with a nested range "opscope::cpu_fallback(<op>)", and an error under OPSCOPE_STRICT=1.
 #include <c10/util/Exception.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "opscope/analysis/key_averages.h"
 #include "opscope/core/error.h"
 #include "opscope/profiler/record_function.h"
 #include "opscope/torch/fallback.h"
@@ -144,7 +146,9 @@ void cpu_fallback(const c10::OperatorHandle& op, Stack* stack) {
                "device's memory (opscope.fallback_report() counts fallbacks, OPSCOPE_STRICT=1 makes them errors)");
 
   AtenScope scope(schema.name().c_str(), {});
-  prof::RecordFunction range("opscope::cpu_fallback");
+  // A range per fallen-back op ("opscope::cpu_fallback(aten::cumprod)"): its own row in
+  // key_averages, which puts such rows first (analysis/key_averages.h).
+  prof::RecordFunction range(fmt::format("{}({})", analysis::kCpuFallbackRange, name));
   auto t0 = std::chrono::steady_clock::now();
   device(0).synchronize();  // the CPU kernel reads values: kernel errors surface here
 

@@ -103,6 +103,9 @@ enum class Unary : uint8_t {
 enum class Reduce : uint8_t { sum, mean, amax, amin };
 
 template <Binary B, Form F> void binary_kernel(const c10::OperatorHandle& op, Stack* s);
+// div with rounding_mode "trunc" or "floor" (the *_mode overloads), and floor_divide
+// (kFloorDivide: always "floor"), integer dtypes included.
+template <Form F, bool kFloorDivide> void div_mode_kernel(const c10::OperatorHandle& op, Stack* s);
 // The unboxed fast path of add/sub/mul/div.Tensor (the tiny-op case: two device tensors of
 // one floating dtype, alpha 1); anything else goes through binary_kernel.
 template <Binary B, class Op, class... Alpha>

@@ -60,6 +60,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_BINARY(mul)
   OPSCOPE_BINARY(div)
 #undef OPSCOPE_BINARY
+  for (const char* name : {"div.Tensor_mode", "div.Scalar_mode"}) m.impl(name, boxed<div_mode_kernel<F::functional, false>>());
+  for (const char* name : {"div_.Tensor_mode", "div_.Scalar_mode"}) m.impl(name, boxed<div_mode_kernel<F::inplace, false>>());
+  for (const char* name : {"div.out_mode", "div.Scalar_mode_out"}) m.impl(name, boxed<div_mode_kernel<F::out, false>>());
+  for (const char* name : {"floor_divide", "floor_divide.Scalar"}) m.impl(name, boxed<div_mode_kernel<F::functional, true>>());
+  for (const char* name : {"floor_divide_.Tensor", "floor_divide_.Scalar"}) m.impl(name, boxed<div_mode_kernel<F::inplace, true>>());
+  m.impl("floor_divide.out", boxed<div_mode_kernel<F::out, true>>());
   m.impl("pow.Tensor_Tensor", boxed<binary_kernel<Binary::pow, F::functional>>());
   m.impl("pow_.Tensor", boxed<binary_kernel<Binary::pow, F::inplace>>());
   m.impl("pow.Tensor_Tensor_out", boxed<binary_kernel<Binary::pow, F::out>>());

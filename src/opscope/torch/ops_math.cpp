@@ -179,6 +179,34 @@ void binary_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+template <Form F, bool kFloorDivide>
+void div_mode_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  RoundingMode mode = RoundingMode::floor;
+  if constexpr (!kFloorDivide) {
+    if (c.arg(2).isNone()) return c.fall_back();  // true division spelled with rounding_mode=None
+    const std::string& m = c.arg(2).toStringRef();
+    if (m != "trunc" && m != "floor") return c.fall_back();  // torch's own error for a bad value
+    mode = m == "trunc" ? RoundingMode::trunc : RoundingMode::floor;
+  }
+  Operand a = operand(c.arg(0)), b = operand(c.arg(1));
+  if (a.is_number) return c.fall_back();  // a 0-dim CPU self: torch's CPU op
+  if (!b.is_number && on_device(a.t) != on_device(b.t)) two_devices(c.name(), a.t, b.t);
+  auto dt = to_dtype(result_type(c.arg(0), c.arg(1)));
+  at::Tensor none;
+  if (!dt || *dt == DType::b8 || !has_kernels({&a.t, b.is_number ? &none : &b.t}, false)) return c.fall_back();
+  try {
+    Tensor x = as_dtype(from_torch(a.t, c.name()), *dt);
+    Tensor y = b.is_number ? Tensor() : from_torch(b.t, c.name());
+    AtenScope scope(c.name(), {&x, &y});
+    Tensor r = b.is_number ? div(x, b.value, mode) : div(x, as_dtype(y, *dt), mode);
+    c.ret(deliver(F, r, F == Form::out ? c.out() : c.tensor(0), c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 template <Unary U, Form F>
 void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
@@ -329,6 +357,12 @@ template at::Tensor binary_fast<Binary::sub, at::_ops::sub_Tensor>(const at::Ten
                                                                    const at::Scalar&);
 template at::Tensor binary_fast<Binary::mul, at::_ops::mul_Tensor>(const at::Tensor&, const at::Tensor&);
 template at::Tensor binary_fast<Binary::div, at::_ops::div_Tensor>(const at::Tensor&, const at::Tensor&);
+template void div_mode_kernel<Form::functional, false>(const c10::OperatorHandle&, Stack*);
+template void div_mode_kernel<Form::inplace, false>(const c10::OperatorHandle&, Stack*);
+template void div_mode_kernel<Form::out, false>(const c10::OperatorHandle&, Stack*);
+template void div_mode_kernel<Form::functional, true>(const c10::OperatorHandle&, Stack*);
+template void div_mode_kernel<Form::inplace, true>(const c10::OperatorHandle&, Stack*);
+template void div_mode_kernel<Form::out, true>(const c10::OperatorHandle&, Stack*);
 template void argmax_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void argmax_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 template void var_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);

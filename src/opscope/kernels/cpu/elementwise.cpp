@@ -42,6 +42,8 @@ std::string_view op_name(BinaryOp op) {
     case BinaryOp::pow: return "pow";
     case BinaryOp::maximum: return "maximum";
     case BinaryOp::minimum: return "minimum";
+    case BinaryOp::div_trunc: return "div_trunc";
+    case BinaryOp::div_floor: return "div_floor";
   }
   return "?";
 }
@@ -49,7 +51,7 @@ std::string_view op_name(BinaryOp op) {
 namespace {
 constexpr int kDTypes = int(DType::b8) + 1;
 constexpr int kUnaryOps = int(UnaryOp::erf) + 1;
-constexpr int kBinaryOps = int(BinaryOp::minimum) + 1;
+constexpr int kBinaryOps = int(BinaryOp::div_floor) + 1;
 }  // namespace
 
 const std::string& kernel_name(UnaryOp op, DType dt) {

@@ -31,7 +31,8 @@ enum class UnaryOp : uint8_t {
   floor, ceil, round, trunc, sign,    // rounding (round: half to even, as torch.round)
   log2, reciprocal, erf
 };
-enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum };
+// div_trunc, div_floor: torch's div(rounding_mode="trunc" / "floor"), integers included.
+enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor };
 
 std::string_view op_name(UnaryOp op);
 std::string_view op_name(BinaryOp op);

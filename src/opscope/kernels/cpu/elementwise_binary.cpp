@@ -3,6 +3,7 @@
 // value), picked once per run, so the inner loops have no per-element branches.
 #include <cmath>
 
+#include "opscope/core/error.h"
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/stream_store.h"
@@ -61,6 +62,40 @@ struct Minimum {
   template <class C> [[gnu::always_inline]] static C f(C a, C b) {
     if constexpr (std::is_integral_v<C>) return a < b ? a : b;
     else return (a < b || a != a) ? a : b;
+  }
+};
+
+// div with rounding_mode "trunc" / "floor", as torch computes them. Integers exactly: a
+// zero divisor is an error naming the op (torch's ZeroDivisionError; the CPU would trap),
+// and the minimum over -1 wraps (it traps too). Floating values: floor through fmod, so
+// that a quotient a / b rounded up to an integer does not floor one too high.
+template <class C> [[gnu::always_inline]] inline C int_quotient(C a, C b) {
+  if (b == 0) fail("div", "ZeroDivisionError: integer division by zero (rounding_mode trunc or floor)");
+  if (b == C(-1)) return C(-uns<C>(a));
+  return C(a / b);
+}
+struct DivTrunc {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return int_quotient(a, b);
+    else return std::trunc(a / b);
+  }
+};
+struct DivFloor {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      C q = int_quotient(a, b);
+      return (b != C(-1) && a % b != 0 && ((a < 0) != (b < 0))) ? C(q - 1) : q;
+    } else {
+      if (b == 0) return a / b;  // inf or NaN, as IEEE division gives
+      float mod = std::fmod(a, b);
+      float d = (a - mod) / b;
+      if (mod != 0 && ((b < 0) != (mod < 0))) d -= 1;
+      if (d == 0) return std::copysign(0.f, a / b);
+      float fl = std::floor(d);
+      return d - fl > 0.5f ? fl + 1 : fl;
+    }
   }
 };
 
@@ -235,6 +270,8 @@ LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Te
     case BinaryOp::pow: return make_binary<Pow>(op, out, a, b);
     case BinaryOp::maximum: return make_binary<Maximum>(op, out, a, b);
     case BinaryOp::minimum: return make_binary<Minimum>(op, out, a, b);
+    case BinaryOp::div_trunc: return make_binary<DivTrunc>(op, out, a, b);
+    case BinaryOp::div_floor: return make_binary<DivFloor>(op, out, a, b);
   }
   return {};
 }
@@ -250,6 +287,8 @@ LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, d
       return make_scalar<Pow>(op, out, x, s, scalar_first);
     case BinaryOp::maximum: return make_scalar<Maximum>(op, out, x, s, scalar_first);
     case BinaryOp::minimum: return make_scalar<Minimum>(op, out, x, s, scalar_first);
+    case BinaryOp::div_trunc: return make_scalar<DivTrunc>(op, out, x, s, scalar_first);
+    case BinaryOp::div_floor: return make_scalar<DivFloor>(op, out, x, s, scalar_first);
   }
   return {};
 }

@@ -1,6 +1,7 @@
 // Unary elementwise kernels. Each op is a functor applied by one loop template; exp,
-// log, sin, cos, tanh and erf are written here as branch-free polynomials (Cephes) so
-// that those loops vectorize: the C library's versions are scalar calls.
+// log, sin, cos, tanh and erf are branch-free polynomials (Cephes; vec_math.inc, shared
+// with the compiler's fused kernels) so that those loops vectorize: the C library's
+// versions are scalar calls.
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -13,64 +14,7 @@ namespace opscope::cpu_kernels {
 
 namespace {
 
-[[gnu::always_inline]] inline float from_bits(uint32_t u) { return std::bit_cast<float>(u); }
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-// e^(a + b), within 2 ulp, with b small: the reduction subtracts n * ln2 from a alone
-// (exactly) and then adds b, so a large argument can carry extra low bits in b.
-// Scaling by 2^n in two halves keeps results that underflow to denormals (a < -87.3)
-// or overflow (a > 88.7) right; NaN stays NaN.
-[[gnu::always_inline]] inline float exp_sum(float a, float b) {
-  a = a < -150.f ? -150.f : a;
-  a = a > 89.f ? 89.f : a;
-  constexpr float kShift = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
-  float z = (a + b) * 1.44269504088896341f + kShift;
-  float n = z - kShift;
-  float r = a - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f + b;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.f;
-  int32_t ni = int32_t(std::bit_cast<uint32_t>(z) - std::bit_cast<uint32_t>(kShift));
-  int32_t n1 = ni >> 1, n2 = ni - n1;
-  return p * from_bits(uint32_t(n1 + 127) << 23) * from_bits(uint32_t(n2 + 127) << 23);
-}
-[[gnu::always_inline]] inline float exp_f(float x) { return exp_sum(x, 0.f); }
-
-// ln x, within 2 ulp; denormals scaled up first; log(0) = -inf, log(x < 0) = NaN.
-[[gnu::always_inline]] inline float log_f(float x) {
-  bool den = x < 1.17549435e-38f;
-  float xs = blend(den, x * 8388608.f, x);
-  uint32_t u = std::bit_cast<uint32_t>(xs);
-  int32_t e = int32_t((u >> 23) & 0xff) - 126 - (den ? 23 : 0);
-  float m = from_bits((u & 0x007fffffu) | 0x3f000000u);  // [0.5, 1)
-  bool lo = m < 0.707106781186547524f;
-  e = lo ? e - 1 : e;
-  m = blend(lo, m + m - 1.f, m - 1.f);
-  float z = m * m;
-  float y = 7.0376836292e-2f;
-  y = y * m - 1.1514610310e-1f;
-  y = y * m + 1.1676998740e-1f;
-  y = y * m - 1.2420140846e-1f;
-  y = y * m + 1.4249322787e-1f;
-  y = y * m - 1.6668057665e-1f;
-  y = y * m + 2.0000714765e-1f;
-  y = y * m - 2.4999993993e-1f;
-  y = y * m + 3.3333331174e-1f;
-  y = y * m * z;
-  float ef = float(e);
-  y += -2.12194440e-4f * ef;
-  y += -0.5f * z;
-  float r = m + y + 0.693359375f * ef;
-  r = blend(x == kInf, kInf, r);
-  r = blend(x == 0.f, -kInf, r);
-  return blend(x >= 0.f, r, kNaN);  // x < 0 or NaN
-}
+#include "opscope/kernels/cpu/vec_math.inc"
 
 // sin x (cos x when kCos). The quadrant n comes from x * 2/pi in f32 (off by one only
 // where |r| ends up a hair past pi/4, still inside the polynomials' range); the
@@ -92,32 +36,6 @@ template <bool kCos>
   float c = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.f;
   float v = blend(q & 1, c, s);
   return blend(q & 2, -v, v);
-}
-
-// 1 + erf(x / sqrt2) = erfc(-x / sqrt2), relative error < 1e-6, through Numerical
-// Recipes' erfcc (erfc(z) = t * exp(-z^2 + P(t)), relative error < 1.2e-7 for z >= 0):
-// relative, so that gelu's tail for negative x keeps its digits. z^2 = x^2 / 2 is
-// carried exactly (fma), as a rounded z^2 would cost z^2 * 2^-24 of relative error.
-[[gnu::always_inline]] inline float one_plus_erf_scaled(float x) {
-  // beyond +-20, erfc(|x| / sqrt2) < 1e-88 anyway; the clamp keeps x * x finite (as blends:
-  // with ?: here GCC 12 does not vectorize the loop)
-  x = blend(x < -20.f, -20.f, x);
-  x = blend(x > 20.f, 20.f, x);
-  float z = std::fabs(x) * 0.70710678118654752f;
-  float t = 1.f / (1.f + 0.5f * z);
-  float p = 0.17087277f;
-  p = p * t - 0.82215223f;
-  p = p * t + 1.48851587f;
-  p = p * t - 1.13520398f;
-  p = p * t + 0.27886807f;
-  p = p * t - 0.18628806f;
-  p = p * t + 0.09678418f;
-  p = p * t + 0.37409196f;
-  p = p * t + 1.00002368f;
-  p = p * t - 1.26551223f;
-  float hi = x * x, lo = std::fma(x, x, -hi);
-  float c = t * exp_sum(-0.5f * hi, p - 0.5f * lo);  // erfc(|x| / sqrt2)
-  return blend(x >= 0.f, 2.f - c, c);
 }
 
 template <class C> using uns = std::make_unsigned_t<C>;
@@ -147,12 +65,12 @@ struct Relu {
 struct Exp {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 1;
-  [[gnu::always_inline]] static float f(float x) { return exp_f(x); }
+  [[gnu::always_inline]] static float f(float x) { return ofs_exp(x); }
 };
 struct Log {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 1;
-  [[gnu::always_inline]] static float f(float x) { return log_f(x); }
+  [[gnu::always_inline]] static float f(float x) { return ofs_log(x); }
 };
 // std::sqrt stays a scalar call unless built with -fno-math-errno; it is exact, and
 // the callers (norms) that need it fast compute it once per row.
@@ -180,46 +98,25 @@ struct Cos {
   [[gnu::always_inline]] static float f(float x) { return sincos_f<true>(x); }
   static float slow(float x) { return float(std::cos(double(x))); }
 };
-// tanh: an odd polynomial near 0 (where 1 - 2/(e^2x + 1) would cancel), else through exp.
 struct Tanh {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 1;
-  [[gnu::always_inline]] static float f(float x) {
-    float ax = std::fabs(x);
-    float big = 1.f - 2.f / (exp_f(2.f * ax) + 1.f);
-    float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    float small = p * z * x + x;
-    return blend(ax < 0.625f, small, std::copysign(big, x));
-  }
+  [[gnu::always_inline]] static float f(float x) { return ofs_tanh(x); }
 };
-// sigmoid through e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below, so
-// that neither tail overflows (sigmoid(-100) is 3.7e-44, not 1 / inf).
-[[gnu::always_inline]] inline float sigmoid_f(float x) {
-  float e = exp_f(-std::fabs(x));
-  float r = 1.f / (1.f + e);
-  return blend(x >= 0.f, r, e * r);
-}
 struct Sigmoid {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 3;
-  [[gnu::always_inline]] static float f(float x) { return sigmoid_f(x); }
+  [[gnu::always_inline]] static float f(float x) { return ofs_sigmoid(x); }
 };
-// silu and gelu tend to -0 at -inf (not -inf * 0 = NaN).
 struct Silu {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 4;
-  [[gnu::always_inline]] static float f(float x) { return blend(x == -kInf, -0.f, x * sigmoid_f(x)); }
+  [[gnu::always_inline]] static float f(float x) { return ofs_silu(x); }
 };
-// gelu(x) = x/2 * (1 + erf(x/sqrt2)) = x/2 * erfc(-x/sqrt2).
 struct Gelu {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 5;
-  [[gnu::always_inline]] static float f(float x) { return blend(x == -kInf, -0.f, 0.5f * x * one_plus_erf_scaled(x)); }
+  [[gnu::always_inline]] static float f(float x) { return ofs_gelu(x); }
 };
 
 // gelu's tanh approximation (torch's approximate='tanh', GPT-2's "gelu_new"):
@@ -229,7 +126,7 @@ struct GeluTanh {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 9;
   [[gnu::always_inline]] static float f(float x) {
-    return x * sigmoid_f(1.5957691216057308f * (x + 0.044715f * x * x * x));
+    return x * ofs_sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x));
   }
 };
 // relu6(x + 3) / 6 and x times it, as torch computes them: NaN stays NaN, and
@@ -290,11 +187,11 @@ struct Sign {
   }
 };
 // log2 x = ln x / ln 2: within 3 ulp of the exact value, exact at powers of two
-// (log_f gives n ln2 with the split constant, whose ratio rounds to n).
+// (ofs_log gives n ln2 with the split constant, whose ratio rounds to n).
 struct Log2 {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 2;
-  [[gnu::always_inline]] static float f(float x) { return log_f(x) * 1.44269504088896341f; }
+  [[gnu::always_inline]] static float f(float x) { return ofs_log(x) * 1.44269504088896341f; }
 };
 struct Reciprocal {
   static constexpr bool kIntegers = false;
@@ -314,7 +211,7 @@ struct Erf {
     p = p * z + 1.12837916709551257e-1f;
     p = p * z - 3.76126389031837525e-1f;
     p = p * z + 1.12837916709551257f;
-    float big = one_plus_erf_scaled(x * 1.41421356237309505f) - 1.f;
+    float big = ofs_one_plus_erf_scaled(x * 1.41421356237309505f) - 1.f;
     return blend(std::fabs(x) < 0.5f, x * p, big);
   }
 };
