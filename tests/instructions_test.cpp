@@ -326,7 +326,11 @@ TEST(InstructionsCapture, LineAttributionForAGeneratedKernel) {
   EXPECT_EQ(fs::path(hot.file).filename(), "kernels.cpp") << hot.file;
   EXPECT_EQ(fs::path(hot.path).parent_path(), fs::path(rep.artifact_dir)) << "found beside kernels.so in the cache";
   EXPECT_FALSE(hot.text.empty());
-  EXPECT_EQ(k.functions[0].first.find(rep.symbols[0]), 0u) << k.functions[0].first;
+  // Its function is among the sampled ones (not always the hottest: libm's exp and the OS's
+  // page faults share the kernel's time, more so on a loaded machine).
+  bool in_kernel_fn = false;
+  for (auto& [fn, n] : k.functions) in_kernel_fn = in_kernel_fn || (fn.find(rep.symbols[0]) == 0 && n > 0);
+  EXPECT_TRUE(in_kernel_fn) << analysis::kernel_profile_text(k);
   // --module: the artifact moved; the listing follows it, and says when it cannot.
   std::string moved = cache + "/moved";
   fs::create_directories(moved);
