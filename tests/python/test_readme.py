@@ -155,3 +155,28 @@ def test_every_test_docs_testing_names_exists():
                 missing.append(token)
     assert named >= 50, named
     assert not missing, f"docs/TESTING.md names tests that do not exist: {missing}"
+
+
+def test_the_inside_a_kernel_commands_run_as_written(tmp_path):
+    """The "Inside a kernel" block, line by line with this build's CLI, in a fresh folder:
+    the profile is sampled, `opscope kernel` lists and annotates mul_f32, its JSON has the
+    issue's shape, and the line table names kernel source lines."""
+    text = README.read_text()
+    block = re.search(r"### Inside a kernel\n.*?```sh\n(.*?)```", text, re.S).group(1)
+    lines = [l.split("#")[0].strip() for l in block.splitlines() if l.strip()]
+    assert len(lines) == 5 and all(l.startswith("build/tools/opscope ") for l in lines), lines
+    cli = Path(opscope.__file__).resolve().parents[2] / "tools" / "opscope"
+    outs = []
+    for line in lines:
+        args = line.split()[1:]
+        if args[0] == "profile":
+            args += ["--shape", "256x4096", "--iters", "3"]  # the README's default shape, smaller
+        r = subprocess.run([str(cli)] + args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{line}\n{r.stdout}\n{r.stderr}"
+        outs.append(r.stdout)
+    assert "mul_f32" in outs[1], outs[1]
+    assert outs[2].startswith("Kernel mul_f32: "), outs[2]
+    import json
+    j = json.loads(outs[3])
+    assert j["kernel"] == "mul_f32" and j["samples"] > 0 and j["instructions"] and j["cores"], j.keys()
+    assert re.search(r"\w+\.(cpp|h|inc):\d+", outs[4]), outs[4]  # a source line of a built-in kernel
