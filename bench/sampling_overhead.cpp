@@ -1,7 +1,7 @@
 // The instructions layer's cost. The same workload (naive RMSNorm as six ops, then
 // softmax, on 512x4096 f32) is profiled with the device layer only, and with the
-// instructions layer at 1, 10 and 50 kHz per core; the settings alternate inside each
-// round and each figure is the median over rounds. Device time = the sum over launches
+// instructions layer at its default (auto) rate and at 100 Hz, 1, 10 and 50 kHz per core;
+// the settings alternate inside each round and each figure is the median over rounds. Device time = the sum over launches
 // of their span on the device (key_averages' device total): the sampling timer's
 // interrupts land inside kernels, so what they cost shows there. Wall = the loop's time.
 //   build/bench/sampling_overhead [rounds] [iters]
@@ -42,7 +42,7 @@ double median(std::vector<double> v) {
 
 struct Setting {
   std::string name;
-  int64_t rate;  // 0: unsampled
+  int64_t rate;  // -1: unsampled; 0: auto (ProfilerConfig::kAutoSampleRate)
   std::vector<double> device, wall;
   int64_t samples = 0, lost = 0, dropped = 0;
   std::string event;
@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   };
   workload();  // warm: the allocator's cache holds every block
   std::vector<Setting> settings;
-  for (auto [name, rate] : {std::pair<const char*, int64_t>{"unsampled", 0}, {"1 kHz", 1000}, {"10 kHz", 10000},
+  for (auto [name, rate] : {std::pair<const char*, int64_t>{"unsampled", -1}, {"auto", 0}, {"100 Hz", 100},
+                            {"1 kHz", 1000}, {"10 kHz", 10000},
                             {"50 kHz", 50000}}) {
     settings.emplace_back();
     settings.back().name = name;
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < settings.size(); ++k) {
       Setting& s = settings[(k + size_t(r)) % settings.size()];  // a rotating order
       prof::ProfilerConfig c;
-      c.layers = prof::kFramework | prof::kRuntime | prof::kDevice | (s.rate ? prof::kInstructions : 0u);
-      if (s.rate) c.sample_rate_hz = s.rate;
+      c.layers = prof::kFramework | prof::kRuntime | prof::kDevice | (s.rate >= 0 ? prof::kInstructions : 0u);
+      if (s.rate >= 0) c.sample_rate_hz = s.rate;
       prof::Profiler p(c);
       auto t0 = std::chrono::steady_clock::now();
       p.start();
@@ -88,6 +89,9 @@ int main(int argc, char** argv) {
         s.lost += j.value("lost", int64_t(0));
         s.dropped += j.value("dropped", int64_t(0));
         s.event = j.value("event", "");
+        if (j.value("rate_auto", false))
+          s.event += fmt::format(" at {} Hz, a sample costs {:.1f} us", j.value("rate_hz", int64_t(0)),
+                                 double(j.value("sample_cost_ns", int64_t(0))) / 1e3);
         if (j.contains("warning")) fmt::print("warning: {}\n", j["warning"].get<std::string>());
       }
     }

@@ -19,6 +19,8 @@
 #include "opscope/ops/custom.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/record_function.h"
+#include "opscope/analysis/instruction_samples.h"
+#include "opscope/profiler/sample_cost.h"
 #include "opscope/profiler/sampler.h"
 #include "opscope/profiler/session.h"
 #include "opscope/profiler/store.h"
@@ -127,7 +129,55 @@ TEST(InstructionsConfig, LayerBringsTheDeviceLayerAndRatesAreChecked) {
             std::string::npos);
   ::setenv("OPSCOPE_PROFILE_SAMPLE_RATE", "1000", 1);
   EXPECT_EQ(ProfilerConfig::from_env().sample_rate_hz, 1000);
+  ::setenv("OPSCOPE_PROFILE_SAMPLE_RATE", "auto", 1);
+  EXPECT_EQ(ProfilerConfig::from_env().sample_rate_hz, ProfilerConfig::kAutoSampleRate);
   ::unsetenv("OPSCOPE_PROFILE_SAMPLE_RATE");
+  // The default leaves the rate to opscope, and says so.
+  EXPECT_EQ(ProfilerConfig().sample_rate_hz, ProfilerConfig::kAutoSampleRate);
+  EXPECT_EQ(json::parse(sampled(ProfilerConfig::kAutoSampleRate).to_json()).at("sample_rate_hz"), "auto");
+  EXPECT_NO_THROW(sampled(ProfilerConfig::kAutoSampleRate).validate());
+  EXPECT_EQ(parse_sample_rate(" auto ", "--sample-rate"), ProfilerConfig::kAutoSampleRate);
+  EXPECT_EQ(parse_sample_rate("2500", "--sample-rate"), 2500);
+  EXPECT_EQ(error_of([] { parse_sample_rate("99", "--sample-rate"); }),
+            "[--sample-rate] '99' is not a sample rate (100..100000 samples per second per core, or auto)");
+  EXPECT_NE(error_of([] { parse_sample_rate("10k", "--sample-rate"); }).find("'10k' is not a sample rate"),
+            std::string::npos);
+}
+
+// The auto rate's arithmetic: the budget's share of a core over one sample's cost, in steps
+// of 100 Hz, never above the cap or below 100 Hz.
+TEST(InstructionsConfig, AutoRateKeepsSamplingWithinItsBudget) {
+  using opscope::prof::detail::rate_within_budget;
+  EXPECT_EQ(rate_within_budget(20'000, 0.02, 10'000), 1'000);  // 20 us a sample (a VM): 1 kHz is 2%
+  EXPECT_EQ(rate_within_budget(20'900, 0.02, 10'000), 900);
+  EXPECT_EQ(rate_within_budget(1'500, 0.02, 10'000), 10'000);  // bare metal: the cap
+  EXPECT_EQ(rate_within_budget(1'000'000, 0.02, 10'000), 100); // 1 ms a sample: the floor
+  EXPECT_EQ(rate_within_budget(0, 0.02, 10'000), 10'000);
+}
+
+// A profile left at the default rate measures the interrupt's cost, picks the rate from it,
+// and the saved sampling summary says both.
+TEST(InstructionsCapture, AutoRateIsMeasuredAndReported) {
+  CpuDevice dev(2, true, 0, CpuSchedule::static_slices);
+  Tensor big = full({1 << 20}, 0.5, DType::f32, &dev);
+  Profiler p(sampled(ProfilerConfig::kAutoSampleRate));
+  p.start();
+  for (int i = 0; i < 4; ++i) big = exp(big);
+  dev.synchronize();
+  p.stop();
+  ASSERT_EQ(warning_of(p.trace()), "") << "the OS refused sampling";
+  json j = json::parse(p.trace().sampling_json);
+  EXPECT_TRUE(j.at("rate_auto").get<bool>());
+  int64_t cost = j.at("sample_cost_ns").get<int64_t>();
+  EXPECT_GT(cost, 0);
+  std::optional<int64_t> again = opscope::prof::detail::sample_cost_ns();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(cost, *again) << "measured once per process";
+  EXPECT_EQ(j.at("rate_hz").get<int64_t>(),
+            opscope::prof::detail::rate_within_budget(cost, ProfilerConfig::kSampleCostBudget,
+                                                      ProfilerConfig::kMaxAutoSampleRateHz));
+  std::string summary = analysis::sampling_summary(analysis::sampling_info(p.trace()));
+  EXPECT_NE(summary.find("(auto: a sample costs "), std::string::npos) << summary;
 }
 
 TEST(InstructionsCapture, SamplesLandInTheRightKernelLaunchAndOp) {
@@ -488,4 +538,16 @@ TEST(InstructionsCli, KernelCommandListsAnnotatesAndErrs) {
   EXPECT_NE(none.out.find("the profile was taken without the instructions layer"), std::string::npos) << none.out;
   EXPECT_NE(none.out.find("--layers framework,runtime,device,instructions"), std::string::npos) << none.out;
   fs::remove_all(plain_dir);
+}
+
+TEST(InstructionsCli, SampleRateFlagTakesACountOrAuto) {
+  testutil::CliResult bad = testutil::run_opscope(
+      {"profile", "rmsnorm", "--layers", "framework,runtime,device,instructions", "--sample-rate", "fast"});
+  EXPECT_NE(bad.status, 0) << bad.out;
+  EXPECT_NE(bad.out.find("[--sample-rate] 'fast' is not a sample rate (100..100000 samples per second per core, "
+                         "or auto)"),
+            std::string::npos)
+      << bad.out;
+  testutil::CliResult help = testutil::run_opscope({"profile", "rmsnorm", "--help"});
+  EXPECT_NE(help.out.find("--sample-rate TEXT=auto"), std::string::npos) << help.out;
 }

@@ -34,7 +34,7 @@ struct ProfileArgs {
   std::string impl = "all", shape = "4096x4096", dtype = "f32", device = "cpu", out = "opscope-profile";
   std::string cores = "all", layers = "all", sort_by = "self_device_time_total";
   int iters = 5, warmup = 3, row_limit = 15;
-  int64_t sample_rate = prof::ProfilerConfig::kDefaultSampleRateHz;  // the instructions layer
+  std::string sample_rate = "auto";  // the instructions layer
   bool record_shapes = true, with_stack = false;
   TableFlags table;
 };
@@ -59,8 +59,7 @@ void run_profile(const ProfileArgs& a) {
   prof::ProfilerConfig cfg;
   cfg.layers = prof::parse_layers(a.layers, "--layers");
   cfg.cores = prof::CoreSet::parse(a.cores, "--cores");
-  cfg.sample_rate_hz = a.sample_rate;
-  check_flag("--sample-rate", [&] { cfg.validate(); });
+  cfg.sample_rate_hz = prof::parse_sample_rate(a.sample_rate, "--sample-rate");
   cfg.record_shapes = a.record_shapes;
   cfg.with_stack = a.with_stack;
   cfg.validate();
@@ -137,7 +136,9 @@ void add_profile_command(CLI::App& app) {
   sub->add_option("--layers", a->layers,
                   "framework,runtime,device (or all), plus instructions: samples inside kernels for `opscope kernel`")
       ->capture_default_str();
-  sub->add_option("--sample-rate", a->sample_rate, "instructions layer: samples per second of each core's time")
+  sub->add_option("--sample-rate", a->sample_rate,
+                  "instructions layer: samples per second of each core's time, or auto (10 kHz, lower where a "
+                  "sample costs more than 2% of it at that rate)")
       ->capture_default_str();
   sub->add_option("--iters", a->iters, "profiled calls per implementation")->capture_default_str()->check(CLI::PositiveNumber);
   sub->add_option("--warmup", a->warmup, "unprofiled calls first")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -18,6 +18,8 @@ SamplingInfo sampling_info(const Trace& trace) {
   s.event = j.value("event", "");
   s.hardware = j.value("hardware", false);
   s.rate_hz = j.value("rate_hz", int64_t(0));
+  s.rate_auto = j.value("rate_auto", false);
+  s.sample_cost_ns = j.value("sample_cost_ns", int64_t(0));
   s.period_ns = j.value("period_ns", int64_t(0));
   s.samples = j.value("samples", int64_t(0));
   s.outside_kernels = j.value("outside_kernels", int64_t(0));
@@ -34,6 +36,10 @@ std::string sampling_summary(const SamplingInfo& info) {
                                                : fmt::format("{} Hz", info.rate_hz);
   std::string out = fmt::format("{}{} at {} per core", info.event, info.hardware ? " (hardware)" : " (software timer)",
                                 rate);
+  if (info.rate_auto && info.sample_cost_ns)
+    out += fmt::format(" (auto: a sample costs {:.1f} us here, {:.1f}% of a core at this rate; --sample-rate to "
+                       "choose)",
+                       double(info.sample_cost_ns) / 1e3, double(info.sample_cost_ns * info.rate_hz) / 1e7);
   if (info.lost || info.dropped)
     out += fmt::format("; {} samples lost (the OS's ring was full), {} dropped (per-core cap)", info.lost, info.dropped);
   return out;

@@ -16,6 +16,8 @@ struct SamplingInfo {
   std::string event;        // "cycles", "cpu-clock"; "" when no event could be opened
   bool hardware = false;
   int64_t rate_hz = 0;
+  bool rate_auto = false;     // opscope chose the rate from sample_cost_ns
+  int64_t sample_cost_ns = 0; // one sample's interrupt on the profiled machine (0: not measured)
   int64_t period_ns = 0;
   int64_t samples = 0;      // kept (inside kernels)
   int64_t outside_kernels = 0;

@@ -142,8 +142,9 @@ void ProfilerConfig::validate() const {
     fail("layers", "unknown layer bits {:#x}", layers);
   if ((layers & kInstructions) && !(layers & kDevice))
     fail("layers", "instructions needs the device layer: its kernel events give each sample its launch");
-  if (sample_rate_hz < kMinSampleRateHz || sample_rate_hz > kMaxSampleRateHz)
-    fail("sample_rate", "{} Hz is out of range ({}..{} samples per second per core)", sample_rate_hz,
+  if (sample_rate_hz != kAutoSampleRate &&
+      (sample_rate_hz < kMinSampleRateHz || sample_rate_hz > kMaxSampleRateHz))
+    fail("sample_rate", "{} Hz is out of range ({}..{} samples per second per core, or auto)", sample_rate_hz,
          kMinSampleRateHz, kMaxSampleRateHz);
   if (max_events < 1 || max_events > kMaxMaxEvents)
     fail("max_events", "{} is out of range (1..{})", max_events, kMaxMaxEvents);
@@ -166,13 +167,25 @@ std::string ProfilerConfig::to_json() const {
   j["correlate_device_time"] = correlate_device_time;
   j["cupti_buffer_kb"] = cupti_buffer_kb;
   j["cupti_max_buffers"] = cupti_max_buffers;
-  j["sample_rate_hz"] = sample_rate_hz;
+  if (sample_rate_hz == kAutoSampleRate)
+    j["sample_rate_hz"] = "auto";
+  else
+    j["sample_rate_hz"] = sample_rate_hz;
   if (schedule)
     j["schedule"] = {{"skip_first", schedule->skip_first}, {"wait", schedule->wait}, {"warmup", schedule->warmup},
                      {"active", schedule->active}, {"repeat", schedule->repeat}};
   else
     j["schedule"] = nullptr;
   return j.dump();
+}
+
+int64_t parse_sample_rate(std::string_view text, std::string_view what) {
+  if (trim(text) == "auto") return ProfilerConfig::kAutoSampleRate;
+  int64_t n;
+  if (!parse_int(text, n) || n < ProfilerConfig::kMinSampleRateHz || n > ProfilerConfig::kMaxSampleRateHz)
+    fail(what, "'{}' is not a sample rate ({}..{} samples per second per core, or auto)", text,
+         ProfilerConfig::kMinSampleRateHz, ProfilerConfig::kMaxSampleRateHz);
+  return n;
 }
 
 bool ProfilerConfig::env_enabled() { return env_bool("OPSCOPE_PROFILE", false); }
@@ -198,7 +211,8 @@ ProfilerConfig ProfilerConfig::from_env() {
   };
   env_count("OPSCOPE_PROFILE_CUPTI_BUFFER_KB", 16, kMaxCuptiBufferKb, c.cupti_buffer_kb);
   env_count("OPSCOPE_PROFILE_CUPTI_MAX_BUFFERS", 1, kMaxCuptiBuffers, c.cupti_max_buffers);
-  env_count("OPSCOPE_PROFILE_SAMPLE_RATE", kMinSampleRateHz, kMaxSampleRateHz, c.sample_rate_hz);
+  if (const char* v = env("OPSCOPE_PROFILE_SAMPLE_RATE"))
+    c.sample_rate_hz = parse_sample_rate(v, "OPSCOPE_PROFILE_SAMPLE_RATE");
   c.record_shapes = env_bool("OPSCOPE_PROFILE_SHAPES", c.record_shapes);
   c.with_stack = env_bool("OPSCOPE_PROFILE_STACK", c.with_stack);
   return c;

@@ -60,10 +60,14 @@ struct ProfilerConfig {
   int64_t cupti_max_buffers = 64;
   // The instructions layer: samples per second of each device core's time (cpu-clock:
   // one every 1e9 / rate ns the core runs; cycles: the OS adapts the period to it).
-  static constexpr int64_t kDefaultSampleRateHz = 10'000;
+  // kAutoSampleRate (the default): 10 kHz, lowered where one sample's interrupt costs so much
+  // (a VM) that 10 kHz would take more than 2% of the cores' time (sample_cost.h).
+  static constexpr int64_t kAutoSampleRate = 0;
+  static constexpr int64_t kMaxAutoSampleRateHz = 10'000;
+  static constexpr double kSampleCostBudget = 0.02;
   static constexpr int64_t kMinSampleRateHz = 100;
   static constexpr int64_t kMaxSampleRateHz = 100'000;  // Linux's cpu-clock floor: 10 us
-  int64_t sample_rate_hz = kDefaultSampleRateHz;
+  int64_t sample_rate_hz = kAutoSampleRate;
   bool record_shapes = false;          // input shapes and dtypes of each op
   bool with_stack = false;             // each op's call site, resolved at collection
   bool correlate_device_time = true;   // kernel device time belongs to the launching op
@@ -77,10 +81,14 @@ struct ProfilerConfig {
   std::string to_json() const;
 
   // Defaults overridden by OPSCOPE_PROFILE_DIR, _LAYERS, _CORES, _MAX_EVENTS, _SHAPES,
-  // _STACK, _CUPTI_BUFFER_KB, _CUPTI_MAX_BUFFERS, _SAMPLE_RATE; a bad value throws "[OPSCOPE_PROFILE_X] ..." naming the variable.
+  // _STACK, _CUPTI_BUFFER_KB, _CUPTI_MAX_BUFFERS, _SAMPLE_RATE (a count or "auto"); a bad
+  // value throws "[OPSCOPE_PROFILE_X] ..." naming the variable.
   static ProfilerConfig from_env();
   // OPSCOPE_PROFILE=1 (true when set to 1/true/yes/on; throws on a value not a boolean).
   static bool env_enabled();
 };
+
+// "auto" (kAutoSampleRate) or samples per second per core in range; throws "[what] ...".
+int64_t parse_sample_rate(std::string_view text, std::string_view what);
 
 }  // namespace opscope::prof

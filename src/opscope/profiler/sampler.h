@@ -32,6 +32,8 @@ struct SamplerReport {
   bool hardware = false;
   bool kernel_ips = false;  // samples include time in the OS (else user code only)
   int64_t rate_hz = 0;
+  bool rate_auto = false;     // the rate was left to opscope (ProfilerConfig::kAutoSampleRate)
+  int64_t sample_cost_ns = 0; // one sample's interrupt on this machine, when measured (sample_cost.h)
   int64_t period = 0;    // cpu-clock: ns between samples; cycles: 0 (the kernel adapts the period to the rate)
   int threads = 0;       // core threads sampled
   int64_t lost = 0;      // samples the OS could not write (a full ring: PERF_RECORD_LOST)

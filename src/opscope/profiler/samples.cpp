@@ -156,6 +156,8 @@ void attach_samples(Trace& trace, SamplerReport&& report, int64_t base_ns) {
   j["hardware"] = report.hardware;
   j["kernel_ips"] = report.kernel_ips;
   j["rate_hz"] = report.rate_hz;
+  j["rate_auto"] = report.rate_auto;
+  if (report.sample_cost_ns) j["sample_cost_ns"] = report.sample_cost_ns;
   j["period_ns"] = report.period;
   j["threads"] = report.threads;
   j["samples"] = int64_t(trace.samples.size());
