@@ -309,7 +309,7 @@ TEST(KeyAverages, BytesFlopsRatesAndRoofline) {
     if (r["name"] == "B") {
       EXPECT_DOUBLE_EQ(r["roofline_pct"].get<double>(), 50.0);
     }
-  EXPECT_NE(kb.to_csv().find(",bytes,flops,gbps,gflops\n"), std::string::npos);
+  EXPECT_NE(kb.to_csv().find(",bytes,flops,gbps,gflops,origins\n"), std::string::npos);
 
   // A bare peak_gbps (older profiles) gives the memory roof only; junk gives none.
   EXPECT_DOUBLE_EQ(roofline_from_config(R"({"peak_gbps": 7.5})").peak_gbps, 7.5);

@@ -79,6 +79,12 @@ def test_a_compiled_model_keeps_its_module_rows(dev, tmp_path):
     norm = next(v for k, v in origins.items() if "rsqrt" in k)
     assert {"aten::pow", "aten::mean", "aten::rsqrt", "aten::mul"} <= set(norm["ops"]), norm
     assert any(m.endswith("attention_norm") or m.endswith("ffn_norm") for m in norm["modules"]), norm
+    # The table's row of that kernel names them: the Origins column.
+    name = next(k for k in origins if "rsqrt" in k)
+    table = prof.key_averages().table(sort_by="device_time_total", row_limit=0, wide=True)
+    assert "Origins" in table.splitlines()[1], table
+    line = next(l for l in table.splitlines() if l.startswith(name[:40]))
+    assert "aten::rsqrt" in line and " in layers.N" in line, line
 
 
 def test_the_method_end_to_end_example(tmp_path):

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "opscope/analysis/kernel_origins.h"
 #include "opscope/analysis/memory.h"
 #include "opscope/analysis/table_layout.h"
 #include "opscope/core/error.h"
@@ -318,6 +319,13 @@ KeyAverages key_averages(const Trace& trace, bool group_by_input_shape, int grou
     out.self_cpu_total_ += r.self_cpu_ns;
     out.self_device_total_ += r.self_device_ns;
   }
+  // A compiled kernel's row names what it computes, as Inductor's kernel names do.
+  std::map<std::string, KernelOrigins> origins = kernel_origins(trace);
+  for (KeyAverage& r : out.rows_)
+    if (auto it = origins.find(r.name); r.kind == EventKind::kernel && it != origins.end()) {
+      r.origins = it->second.text();
+      out.has_origins_ = true;
+    }
   out.dropped_ = trace.dropped;
   for (size_t t = 0; t < trace.dropped_per_track.size() && t < trace.tracks.size(); ++t)
     if (trace.dropped_per_track[t]) out.dropped_per_track_.emplace_back(trace.tracks[t].name, trace.dropped_per_track[t]);
@@ -371,6 +379,7 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
   if (roof) heads.push_back("% Roofline");
   if (by_shape_) heads.push_back("Input Shapes");
   if (by_stack_) heads.push_back("Source Location");
+  if (has_origins_) heads.push_back("Origins");
 
   std::vector<std::vector<std::string>> cells;
   for (const KeyAverage& r : rows) {
@@ -399,6 +408,7 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
     if (roof) c.push_back(has ? Roofline::format_fraction(roof_fraction(roofline_, r)) : "");
     if (by_shape_) c.push_back(printable(r.input_shapes));
     if (by_stack_) c.push_back(printable(r.source));
+    if (has_origins_) c.push_back(printable(r.origins));
     cells.push_back(std::move(c));
   }
   ColumnChoice shown = choose_columns(heads, cells, layout);
@@ -444,6 +454,7 @@ std::string KeyAverages::to_json(std::string_view sort_by) const {
                          {"kind", kind_name(r.kind)},
                          {"input_shapes", r.input_shapes},
                          {"source", r.source},
+                         {"origins", r.origins},
                          {"count", r.count},
                          {"self_cpu_ns", r.self_cpu_ns},
                          {"self_cpu_pct", pct(r.self_cpu_ns, self_cpu_total_)},
@@ -474,15 +485,15 @@ std::string KeyAverages::to_csv(std::string_view sort_by) const {
   std::string out =
       "name,kind,input_shapes,source,count,self_cpu_ns,self_cpu_pct,cpu_total_ns,cpu_total_pct,cpu_avg_ns,"
       "self_device_ns,self_device_pct,device_total_ns,device_avg_ns,self_device_memory,device_memory,"
-      "self_device_allocs,device_allocs,bytes,flops,gbps,gflops\n";
+      "self_device_allocs,device_allocs,bytes,flops,gbps,gflops,origins\n";
   for (const KeyAverage& r : sorted(sort_by))
-    out += fmt::format("{},{},{},{},{},{},{:.4f},{},{:.4f},{:.1f},{},{:.4f},{},{:.1f},{},{},{},{},{},{},{:.3f},{:.3f}\n",
+    out += fmt::format("{},{},{},{},{},{},{:.4f},{},{:.4f},{:.1f},{},{:.4f},{},{:.1f},{},{},{},{},{},{},{:.3f},{:.3f},{}\n",
                        csv_field(r.name), kind_name(r.kind), csv_field(r.input_shapes), csv_field(r.source), r.count,
                        r.self_cpu_ns, pct(r.self_cpu_ns, self_cpu_total_), r.cpu_total_ns,
                        pct(r.cpu_total_ns, self_cpu_total_), r.cpu_avg_ns(), r.self_device_ns,
                        pct(r.self_device_ns, self_device_total_), r.device_total_ns, r.device_avg_ns(),
                        r.self_device_memory, r.device_memory, r.self_device_allocs, r.device_allocs, r.bytes, r.flops,
-                       r.gbps(), r.gflops());
+                       r.gbps(), r.gflops(), csv_field(r.origins));
   return out;
 }
 

@@ -44,6 +44,7 @@ struct KeyAverage {
   EventKind kind = EventKind::op;  // op, range or kernel
   std::string input_shapes;        // set when grouped by input shape
   std::string source;              // set when grouped by stack
+  std::string origins;             // a compiled kernel: the ops and modules it came from (kernel_origins.h)
   int64_t count = 0;               // ops/ranges: calls; kernels: launches
   int64_t self_cpu_ns = 0;
   int64_t cpu_total_ns = 0;
@@ -127,6 +128,7 @@ class KeyAverages {
   bool has_memory_ = false;
   bool by_shape_ = false;
   bool by_stack_ = false;
+  bool has_origins_ = false;
 };
 
 // group_by_input_shape: ops with other input shapes get their own rows (needs

@@ -42,6 +42,7 @@ const Column kColumns[] = {
     {"% Roofline", "roofline", "% Roof", 1, false},
     {"Input Shapes", "input_shapes", "Input Shapes", 0, true},
     {"Source Location", "source", "Source Location", 0, true},
+    {"Origins", "origins", "Origins", 0, true},
 };
 
 constexpr size_t kNameMax = 55, kNameFitted = 40, kNameMin = 20, kTextMax = 80;

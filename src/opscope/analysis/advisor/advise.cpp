@@ -9,6 +9,7 @@
 
 #include "opscope/analysis/advisor/chain_price.h"
 #include "opscope/analysis/advisor/chains.h"
+#include "opscope/analysis/advisor/compiled.h"
 #include "opscope/analysis/advisor/findings.h"
 #include "opscope/analysis/advisor/launch_cost.h"
 #include "opscope/analysis/advisor/profile_ops.h"
@@ -87,6 +88,11 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     }
     adv.host_wait = worst_host_wait(*a);
     adv.findings = trace_findings(*a);
+    adv.compiled = compiled_kernels(trace);
+    if (!adv.compiled.empty()) {
+      fixes_for_compiled(adv.findings);
+      if (std::optional<Finding> f = compiled_finding(trace, adv.compiled)) adv.findings.push_back(std::move(*f));
+    }
   }
 
   adv.suggestions = price_chains(find_chains(ops, options), ctx);

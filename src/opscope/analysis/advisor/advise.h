@@ -89,6 +89,14 @@ struct Finding {
   int64_t t0 = 0, t1 = 0;  // the timeline range that shows it (t1 > t0)
 };
 
+// A fused kernel of a compiled profile (advisor/compiled.h).
+struct CompiledKernel {
+  std::string name;
+  std::string origins;  // "aten::mul, aten::add in h.0.attn" (kernel_origins.h)
+  int64_t launches = 0;
+  int64_t device_ns = 0;
+};
+
 // Device time lost waiting for the host to launch the next kernel.
 struct HostWait {
   int64_t idle_ns = 0;  // gaps with no kernel running whose next launch came from the host after the gap began
@@ -121,6 +129,7 @@ struct AdviseOptions {
 struct Advice {
   std::vector<Suggestion> suggestions;  // ranked by predicted_saved_ns, largest first
   std::vector<Finding> findings;        // by impact, largest first
+  std::vector<CompiledKernel> compiled; // a compiled profile's fused kernels, most device time first
   HostWait host_wait;                   // of the rank whose device waits the most
   int64_t total_device_ns = 0;          // all launches in the profile
   int64_t kernels = 0;                  // launches with device time

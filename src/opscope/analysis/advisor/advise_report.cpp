@@ -88,7 +88,8 @@ static std::string evidence_text(const Finding& f) {
 std::string Advice::findings_text() const {
   std::string out;
   for (const Finding& f : findings)
-    out += fmt::format("\n{} ({} at stake)\n    {}\n    {:<9} {}\n    {:<9} {}\n", f.title, ms(f.impact_ns), f.detail,
+    out += fmt::format("\n{}{}\n    {}\n    {:<9} {}\n    {:<9} {}\n", f.title,
+                       f.impact_ns > 0 ? fmt::format(" ({} at stake)", ms(f.impact_ns)) : "", f.detail,
                        "fix:", f.fix, "evidence:", evidence_text(f));
   return out;
 }
@@ -100,6 +101,9 @@ std::string Advice::table(int limit) const {
       ms(double(total_device_ns)), kernels, suggestions.size(), launch_cost_ns, launch_cost_from);
   for (const std::string& w : warnings) out += "warning: " + w + "\n";
   out += findings_text();
+  if (suggestions.empty() && !compiled.empty())
+    return out + "Nothing left to fuse: the compiled regions' fused kernels run their chains, and no two fusable "
+                 "ops run back to back outside them.\n";
   if (suggestions.empty()) return out + "Nothing to fuse: no two fusable ops run back to back.\n";
   int shown = 0;
   for (const Suggestion& s : suggestions) {
@@ -145,6 +149,10 @@ std::string Advice::to_json(int limit) const {
                              {"impact_ns", f.impact_ns}, {"rank", f.rank}, {"t0", f.t0}, {"t1", f.t1},
                              {"evidence", ev}});
   }
+  j["compiled"] = nlohmann::ordered_json::array();
+  for (const CompiledKernel& k : compiled)
+    j["compiled"].push_back(
+        {{"kernel", k.name}, {"origins", k.origins}, {"launches", k.launches}, {"device_ns", k.device_ns}});
   j["suggestions"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const Suggestion& s : suggestions) {
