@@ -138,7 +138,7 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--sample-rate", a->sample_rate,
                   "instructions layer: samples per second of each core's time, or auto (10 kHz, lower where a "
-                  "sample costs more than 2% of it at that rate)")
+                  "sample costs more than 1.5% of it at that rate)")
       ->capture_default_str();
   sub->add_option("--iters", a->iters, "profiled calls per implementation")->capture_default_str()->check(CLI::PositiveNumber);
   sub->add_option("--warmup", a->warmup, "unprofiled calls first")->capture_default_str()->check(CLI::NonNegativeNumber);
