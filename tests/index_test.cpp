@@ -2,9 +2,11 @@
 // inputs, bad input, and an out-of-range index that surfaces at synchronization.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "opscope/core/error.h"
+#include "opscope/ops/indexing.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/cpu_device.h"
 
@@ -74,6 +76,14 @@ TEST(Concat, NonContiguousEmptyAndOtherDtypes) {
   Tensor i = from_host_i64({1, 2, int64_t(1) << 40}, {3}), j = from_host_i64({-5}, {1});
   EXPECT_EQ(concat({i, j}, 0).to_vector<int64_t>(), (std::vector<int64_t>{1, 2, int64_t(1) << 40, -5}));
   EXPECT_EQ(concat({empty({0, 2}), empty({0, 2})}, 0).shape(), (Shape{0, 2}));
+  // Bool: one byte an element (it was copied 8 bytes at a time: wrong values, and writes past
+  // the output's end that the sanitizer build reports).
+  Tensor t = from_host({1}, {1}).to(DType::b8), f = from_host({0, 1, 1, 0, 1}, {5}).to(DType::b8);
+  Tensor ones3 = full({16}, 1.0, DType::b8).slice(0, 0, 3);
+  Tensor into = concat({t, f, ones3}, 0);
+  EXPECT_EQ(into.to_float_vector(), (std::vector<float>{1, 0, 1, 1, 0, 1, 1, 1, 1}));
+  Tensor rows = concat({f.reshape({1, 5}), t.expand({1, 5})}, 0);  // strided bool input
+  EXPECT_EQ(rows.to_float_vector(), (std::vector<float>{0, 1, 1, 0, 1, 1, 1, 1, 1, 1}));
 }
 
 TEST(Concat, ManyInputs) {
@@ -146,4 +156,26 @@ TEST(Embedding, BadInput) {
   expect_error([&] { embedding(randn({8}, 1), from_host_i64({1}, {1})); }, "[embedding]", "shape (8)");
   expect_error([&] { embedding(w, from_host_i64(std::vector<int64_t>(1, 0), {1, 1, 1, 1, 1, 1, 1, 1})); },
                "[embedding]", "more than 8 dims");
+}
+
+// unique (torch.unique's sorted form): values ascending, each element's index into them,
+// each value's count; NaNs last, each its own; empty input gives empty outputs.
+TEST(Unique, ValuesInverseAndCounts) {
+  Unique u = unique(from_host_i64({3, 1, 2, 3, 1, 7}, {2, 3}));
+  EXPECT_EQ(u.values.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 7}));
+  EXPECT_EQ(u.inverse.shape(), (Shape{2, 3}));
+  EXPECT_EQ(u.inverse.to_vector<int64_t>(), (std::vector<int64_t>{2, 0, 1, 2, 0, 3}));
+  EXPECT_EQ(u.counts.to_vector<int64_t>(), (std::vector<int64_t>{2, 1, 2, 1}));
+  Unique f = unique(from_host({2.5f, NAN, -0.0f, 0.0f, NAN, -1e30f}, {6}));
+  std::vector<float> v = f.values.to_float_vector();
+  ASSERT_EQ(v.size(), 5u);
+  EXPECT_EQ((std::vector<float>(v.begin(), v.begin() + 3)), (std::vector<float>{-1e30f, 0.0f, 2.5f}));
+  EXPECT_TRUE(std::isnan(v[3]) && std::isnan(v[4]));
+  EXPECT_EQ(f.counts.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 1, 1, 1}));
+  EXPECT_EQ(f.inverse.to_vector<int64_t>(), (std::vector<int64_t>{2, 3, 1, 1, 4, 0}));
+  Unique e = unique(empty({0, 3}));
+  EXPECT_EQ(e.values.shape(), (Shape{0}));
+  EXPECT_EQ(e.inverse.shape(), (Shape{0, 3}));
+  EXPECT_EQ(e.counts.shape(), (Shape{0}));
+  expect_error([] { unique(Tensor()); }, "[unique] ", "undefined");
 }

@@ -44,5 +44,13 @@ std::pair<Tensor, Tensor> max_with_index(const Tensor& x, int64_t axis, bool kee
 std::pair<Tensor, Tensor> min_with_index(const Tensor& x, int64_t axis, bool keepdim = false);
 // Running sums along `axis`; integer and bool inputs give i64 (torch's cumsum).
 Tensor cumsum(const Tensor& x, int64_t axis);
+// torch.unique(x, sorted=True, return_inverse=True, return_counts=True): the distinct
+// values of x (flattened) in ascending order, NaNs last and each its own; for each element
+// of x the index of its value (i64, x's shape); and each value's count (i64).
+// Synchronizes (the number of values sets the shape).
+struct Unique {
+  Tensor values, inverse, counts;
+};
+Unique unique(const Tensor& x);
 
 }  // namespace opscope

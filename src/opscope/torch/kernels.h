@@ -161,6 +161,7 @@ void roll_kernel(const c10::OperatorHandle& op, Stack* s);
 void flip_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void topk_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void sort_kernel(const c10::OperatorHandle& op, Stack* s);
+void unique2_kernel(const c10::OperatorHandle& op, Stack* s);
 template <bool kMax, Form F> void max_dim_kernel(const c10::OperatorHandle& op, Stack* s);  // max.dim, min.dim
 template <bool kMax> void max_all_kernel(const c10::OperatorHandle& op, Stack* s);         // max(), min()
 template <Form F> void cumsum_kernel(const c10::OperatorHandle& op, Stack* s);

@@ -263,6 +263,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sort.stable", boxed<sort_kernel<F::functional>>());
   m.impl("sort.values", boxed<sort_kernel<F::out>>());
   m.impl("sort.values_stable", boxed<sort_kernel<F::out>>());
+  m.impl("_unique2", boxed<unique2_kernel>());
   m.impl("max.dim", boxed<max_dim_kernel<true, F::functional>>());
   m.impl("max.dim_max", boxed<max_dim_kernel<true, F::out>>());
   m.impl("min.dim", boxed<max_dim_kernel<false, F::functional>>());

@@ -1,5 +1,5 @@
 // Indexing and sorting: aten's index.Tensor, index_put_, index_select, gather, scatter,
-// scatter_add, nonzero, roll, flip, topk, sort, max/min (with dim and without), cumsum and
+// scatter_add, nonzero, roll, flip, topk, sort, unique, max/min (with dim and without), cumsum and
 // norm, on opscope's kernels (ops/indexing.h). Index tensors on the CPU (torch allows
 // them for device tensors) are copied to the device first.
 #include "opscope/core/error.h"
@@ -203,6 +203,27 @@ void sort_kernel(const c10::OperatorHandle& op, Stack* s) {
   size_t dim_arg = with_stable ? 2 : 1;
   run_pair(c, F, dim_arg + 2,
            [&](const Tensor& x) { return sort(x, c.arg(dim_arg).toInt(), c.arg(dim_arg + 1).toBool()); });
+}
+
+// _unique2(self, sorted, return_inverse, return_counts) -> (values, inverse, counts): what
+// torch.unique calls. Always sorted (torch's CPU kernel leaves the order of sorted=False
+// unspecified); an output not asked for is empty, as torch's.
+void unique2_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false) || self.scalar_type() == at::kBool) return c.fall_back();
+  try {
+    Tensor x = from_torch(self, c.name());
+    AtenScope scope(c.name(), {&x});
+    Unique u = unique(x);
+    Device* dev = &x.device();
+    Tensor inverse = c.arg(2).toBool() ? u.inverse : empty({0}, DType::i64, dev);
+    Tensor counts = c.arg(3).toBool() ? u.counts : empty({0}, DType::i64, dev);
+    c.ret_tuple(to_torch(u.values), to_torch(inverse), to_torch(counts));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
 }
 
 // max.dim / min.dim(self, dim, keepdim) -> (values, indices), and max.dim_max / min.dim_min.

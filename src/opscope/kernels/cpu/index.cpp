@@ -83,10 +83,12 @@ LaunchSpec concat_spec(const Tensor& out, std::span<const Tensor> xs, int axis, 
       while (i + 1 < ps.size() && ps[i + 1].first_block <= u) ++i;
       const Piece& p = ps[i];
       int64_t lo = (u - p.first_block) * kElemBlock, hi = std::min(p.numel, lo + kElemBlock);
-      switch (isz) {
+      switch (isz) {  // every dtype's size: bool's 1 byte copied as 8 overran the output
+        case 1: copy_piece<uint8_t>(p, op, lo, hi); break;
         case 2: copy_piece<uint16_t>(p, op, lo, hi); break;
         case 4: copy_piece<uint32_t>(p, op, lo, hi); break;
-        default: copy_piece<uint64_t>(p, op, lo, hi); break;
+        case 8: copy_piece<uint64_t>(p, op, lo, hi); break;
+        default: fail("concat", "no copy for {}-byte elements", isz);
       }
     }
   };
