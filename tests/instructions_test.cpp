@@ -551,3 +551,27 @@ TEST(InstructionsCli, SampleRateFlagTakesACountOrAuto) {
   testutil::CliResult help = testutil::run_opscope({"profile", "rmsnorm", "--help"});
   EXPECT_NE(help.out.find("--sample-rate TEXT=auto"), std::string::npos) << help.out;
 }
+
+// The line table's Line column keeps the file's name and line number whatever the path's
+// length: leading folders give way first.
+TEST(LineTable, LongPathsKeepTheFileNameAndLine) {
+  analysis::LineAverages t;
+  auto add = [&](std::string file, int64_t line, std::string function) {
+    analysis::LineAverage r;
+    r.file = std::move(file);
+    r.line = line;
+    r.function = std::move(function);
+    r.kernel = "mul_f32";
+    r.samples = 1;
+    t.rows.push_back(r);
+  };
+  add("/work/src/opscope/kernels/cpu/elementwise_binary.cpp", 118, "run");
+  add("/x/a_file_name_longer_than_the_whole_column_itself.cpp", 7, "f");
+  add("../k.cpp", 9, "g");
+  add("", 0, "opscope_test_spin_in_known_function");
+  std::string text = t.table(0);
+  EXPECT_NE(text.find(" .../cpu/elementwise_binary.cpp:118 "), std::string::npos) << text;
+  EXPECT_NE(text.find(" ...er_than_the_whole_column_itself.cpp:7 "), std::string::npos) << text;
+  EXPECT_NE(text.find(" ../k.cpp:9 "), std::string::npos) << text;
+  EXPECT_NE(text.find(" opscope_test_spin_in_known_function "), std::string::npos) << text;
+}

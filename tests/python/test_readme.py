@@ -170,7 +170,9 @@ def test_the_inside_a_kernel_commands_run_as_written(tmp_path):
     for line in lines:
         args = line.split()[1:]
         if args[0] == "profile":
-            args += ["--shape", "256x4096", "--iters", "3"]  # the README's default shape, smaller
+            # The README's default shape, smaller; at the auto rate (~700 Hz on a VM) so short a
+            # run may sample mul_f32 a few times only: 10 kHz makes its samples certain.
+            args += ["--shape", "256x4096", "--iters", "3", "--sample-rate", "10000"]
         r = subprocess.run([str(cli)] + args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{line}\n{r.stdout}\n{r.stderr}"
         outs.append(r.stdout)

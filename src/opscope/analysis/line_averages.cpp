@@ -64,19 +64,15 @@ std::string trim(std::string s) {
 
 std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
 
-// ".../kernels/cpu/norm.cpp:120": the last two folders are enough to find it.
-std::string short_place(const LineAverage& r) {
-  if (r.file.empty()) return r.function;
-  std::string f = r.file;
-  size_t cut_at = std::string::npos;
-  int seps = 0;
-  for (size_t i = f.size(); i-- > 0;)
-    if (f[i] == '/' && ++seps == 3) {
-      cut_at = i;
-      break;
-    }
-  if (cut_at != std::string::npos) f = "..." + f.substr(cut_at);
-  return fmt::format("{}:{}", f, r.line);
+// "file:line" within `width`: leading folders give way first (".../cpu/norm.cpp:120"), so
+// the file's name and its line number always show.
+std::string short_place(const LineAverage& r, size_t width) {
+  if (r.file.empty()) return cut(r.function, width);
+  std::string place = fmt::format("{}:{}", r.file, r.line);
+  if (place.size() <= width) return place;
+  for (size_t slash = place.find('/'); slash != std::string::npos; slash = place.find('/', slash + 1))
+    if (place.size() - slash + 3 <= width) return "..." + place.substr(slash);
+  return "..." + place.substr(place.size() - (width - 3));
 }
 
 }  // namespace
@@ -89,7 +85,7 @@ std::string LineAverages::table(int64_t row_limit) const {
   for (const LineAverage& r : rows) {
     if (row_limit > 0 && n++ >= row_limit) break;
     std::string t = r.est_ns >= 1e6 ? fmt::format("{:.2f}ms", r.est_ns / 1e6) : fmt::format("{:.1f}us", r.est_ns / 1e3);
-    put(out, "{:>6.1f}% {:>8} {:>10}  {:<40} {:<28} {:<18} {}\n", 100 * r.share, r.samples, t, cut(short_place(r), 40),
+    put(out, "{:>6.1f}% {:>8} {:>10}  {:<40} {:<28} {:<18} {}\n", 100 * r.share, r.samples, t, short_place(r, 40),
       cut(r.kernel, 28), cut(r.op.empty() ? "-" : r.op, 18), cut(trim(r.text), 60));
   }
   if (row_limit > 0 && int64_t(rows.size()) > row_limit) put(out, "({} more lines; --row-limit 0 shows all)\n", int64_t(rows.size()) - row_limit);
