@@ -29,7 +29,7 @@ from . import _C
 
 __all__ = ["Config", "Exporter", "KeyAverages", "ProfilerAction", "ProfilerActivity", "profile", "schedule"]
 
-_LAYERS = ("framework", "runtime", "device")
+_LAYERS = ("framework", "runtime", "device", "instructions")
 # with_stack names the user's line, not torch's or opscope's own Python that passed the op on.
 _C._profiler_skip_frames([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
 
@@ -88,15 +88,22 @@ class Config:
     """What a profile captures (the analog of Neuron's NeuronConfig; the same fields as the
     C++ ProfilerConfig and its OPSCOPE_PROFILE_* environment variables).
 
-    layers:     "framework,runtime,device", any subset, or "all"
-    cores:      device cores whose kernels are recorded: "all", "0,1", "0-3"
-    output_dir: where Exporter writes trace.json and profile.db
-    max_events: capacity of each recording buffer (a full one drops and counts)
+    layers:      "framework,runtime,device", any subset, or "all"; add "instructions" for
+                 samples inside kernels (key_averages(group_by="line"), `opscope kernel`)
+    cores:       device cores whose kernels are recorded: "all", "0,1", "0-3"
+    output_dir:  where Exporter writes trace.json and profile.db
+    max_events:  capacity of each recording buffer (a full one drops and counts)
+    sample_rate: the instructions layer's samples per second of each core's time, or "auto"
+                 (10 kHz, lower where one sample's interrupt costs more than 1.5% of a core)
     """
 
     def __init__(self, *, layers="framework,runtime,device", cores="all", output_dir="opscope-profile",
-                 max_events=1 << 20):
+                 max_events=1 << 20, sample_rate="auto"):
         _check_type("layers", layers, str, "a string such as 'framework,runtime,device'")
+        _check_type("sample_rate", sample_rate, (str, int), "'auto' or samples per second")
+        if isinstance(sample_rate, bool):
+            raise TypeError("[sample_rate] expected 'auto' or samples per second, got a bool")
+        sample_rate = str(sample_rate)
         _check_type("cores", cores, (str, int), "a core list such as 'all', '0,1' or '0-3'")
         _check_type("output_dir", output_dir, (str, os.PathLike), "a folder path")
         _check_type("max_events", max_events, int, "an integer")
@@ -104,23 +111,26 @@ class Config:
         output_dir = os.fspath(output_dir)
         if not output_dir:
             raise ValueError("[output_dir] is empty")
-        native = json.loads(_native(_C._profiler_config, layers, cores, output_dir, max_events, False, False, True))
+        native = json.loads(_native(_C._profiler_config, layers, cores, output_dir, max_events, False, False, True,
+                                    sample_rate))
         _check_creatable("output_dir", output_dir)
         self.layers = native["layers"]
         self.cores = native["cores"]
         self.output_dir = output_dir
         self.max_events = max_events
+        self.sample_rate = native["sample_rate_hz"]  # "auto" or an int
 
     @classmethod
     def from_env(cls):
-        """The settings of OPSCOPE_PROFILE_DIR, _LAYERS, _CORES, _MAX_EVENTS (bad values raise,
-        naming the variable)."""
+        """The settings of OPSCOPE_PROFILE_DIR, _LAYERS, _CORES, _MAX_EVENTS, _SAMPLE_RATE (bad
+        values raise, naming the variable)."""
         d = _native(_C._profiler_env)
-        return cls(layers=d["layers"], cores=d["cores"], output_dir=d["output_dir"], max_events=d["max_events"])
+        return cls(layers=d["layers"], cores=d["cores"], output_dir=d["output_dir"], max_events=d["max_events"],
+                   sample_rate=d["sample_rate"])
 
     def __repr__(self):
         return (f"Config(layers={self.layers!r}, cores={self.cores!r}, output_dir={self.output_dir!r}, "
-                f"max_events={self.max_events})")
+                f"max_events={self.max_events}, sample_rate={self.sample_rate!r})")
 
 
 def schedule(*, wait, warmup, active, repeat=0, skip_first=0):
@@ -164,6 +174,30 @@ class EventAverage:
     def __repr__(self):
         return (f"<EventAverage key={self.key!r} count={self.count} self_cpu_time_total={self.self_cpu_time_total:.1f}us "
                 f"self_device_time_total={self.self_device_time_total:.1f}us>")
+
+
+class LineAverages(list):
+    """prof.key_averages(group_by="line"): one dict per (source line, kernel, op), hottest
+    first (file, line, function, kernel, op, samples, share, est_ns, text); .table() prints
+    them as `opscope table --group-by-line` does."""
+
+    def __init__(self, trace):
+        data, self._text = _native(trace.line_averages)
+        data = json.loads(data)
+        super().__init__(data["rows"])
+        self.total_samples = data["total_samples"]
+        self.sampling = data["sampling"]
+
+    def table(self, row_limit=20):
+        _check_type("row_limit", row_limit, int, "an integer (0: all)")
+        lines = self._text.splitlines()
+        head, rows = lines[:2], lines[2:2 + len(self)]
+        shown = rows if row_limit <= 0 else rows[:row_limit]
+        more = [f"({len(rows) - len(shown)} more lines; row_limit=0 shows all)"] if len(shown) < len(rows) else []
+        return "\n".join(head + shown + more) + "\n"
+
+    def __str__(self):
+        return self.table()
 
 
 class KeyAverages(list):
@@ -291,6 +325,8 @@ class profile:
         if profile_memory:
             wanted.add("runtime")
         cfg_layers = set(cfg.layers.split(","))
+        if "device" in wanted:
+            wanted.add("instructions")  # samples inside kernels, when the config's layers ask for them
         layers = [l for l in _LAYERS if l in wanted and l in cfg_layers]
         if not layers:
             raise ValueError(f"[activities] nothing to record: activities ask for {sorted(wanted)}, "
@@ -313,7 +349,7 @@ class profile:
         self.with_modules = with_modules and "framework" in layers
         self.correlate_device_time = correlate_device_time
         self._args = (self.layers, cfg.cores, cfg.output_dir, cfg.max_events, record_shapes, with_stack,
-                      correlate_device_time)
+                      correlate_device_time, str(cfg.sample_rate))
         _native(_C._profiler_config, *self._args)  # bad values fail here, before any step runs
         self.step_num = 0
         self.current_action = None
@@ -436,9 +472,15 @@ class profile:
             raise RuntimeError(f"[{what}] no trace collected yet: a window ends at its last active step or at stop()")
         return self._trace
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by=None):
         """Rows per op, range and kernel; group_by_input_shape (needs record_shapes) and
-        group_by_stack_n > 0 (needs with_stack: the calling Python line) split them further."""
+        group_by_stack_n > 0 (needs with_stack: the calling Python line) split them further.
+        group_by="line": the hottest source lines across all kernels, each with its kernel
+        and op (needs the instructions layer: Config(layers="...,device,instructions"))."""
+        if group_by is not None:
+            if group_by != "line":
+                raise ValueError(f"[group_by] expected 'line' or None, got {group_by!r}")
+            return LineAverages(self._last("key_averages"))
         _check_type("group_by_stack_n", group_by_stack_n, int, "an integer >= 0")
         if group_by_stack_n < 0:
             raise ValueError(f"[group_by_stack_n] must be >= 0, got {group_by_stack_n}")

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "opscope/analysis/key_averages.h"
+#include "opscope/analysis/line_averages.h"
 #include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
 #include "opscope/profiler/chrome_trace.h"
@@ -240,8 +241,9 @@ class Window {
 
 prof::ProfilerConfig make_config(const std::string& layers, const std::string& cores, const std::string& output_dir,
                                  int64_t max_events, bool record_shapes, bool with_stack,
-                                 bool correlate_device_time) {
+                                 bool correlate_device_time, const std::string& sample_rate) {
   prof::ProfilerConfig c;
+  c.sample_rate_hz = prof::parse_sample_rate(sample_rate, "sample_rate");
   c.layers = prof::parse_layers(layers, "layers");
   c.cores = prof::CoreSet::parse(cores, "cores");
   c.output_dir = output_dir;
@@ -265,8 +267,10 @@ std::shared_ptr<analysis::KeyAverages> key_averages_of(const prof::Trace& t, boo
 
 void bind_profiler(py::module_& m) {
   m.def("_profiler_config", [](const std::string& layers, const std::string& cores, const std::string& output_dir,
-                                int64_t max_events, bool record_shapes, bool with_stack, bool correlate) {
-    return make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate).to_json();
+                                int64_t max_events, bool record_shapes, bool with_stack, bool correlate,
+                                const std::string& sample_rate) {
+    return make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate, sample_rate)
+        .to_json();
   });
   m.def("_profiler_skip_frames", [](std::vector<std::string> prefixes) { g_skip = std::move(prefixes); });
   m.def("_profiler_env_enabled", &prof::ProfilerConfig::env_enabled);
@@ -280,6 +284,8 @@ void bind_profiler(py::module_& m) {
     d["max_events"] = c.max_events;
     d["record_shapes"] = c.record_shapes;
     d["with_stack"] = c.with_stack;
+    d["sample_rate"] = c.sample_rate_hz == prof::ProfilerConfig::kAutoSampleRate ? std::string("auto")
+                                                                                 : std::to_string(c.sample_rate_hz);
     return d;
   });
 
@@ -294,6 +300,13 @@ void bind_profiler(py::module_& m) {
 
   py::class_<prof::Trace, std::shared_ptr<prof::Trace>>(m, "_Trace")
       .def("key_averages", &key_averages_of)
+      // key_averages(group_by="line"): the instructions layer's samples per source line, as
+      // JSON rows and the CLI's table (`opscope table --group-by-line`).
+      .def("line_averages",
+           [](const prof::Trace& t) {
+             analysis::LineAverages l = analysis::line_averages(t, "group_by", "the profile");
+             return std::make_pair(l.json().dump(), l.table(0));
+           })
       .def("export", [](const prof::Trace& t, const std::string& dir) {
         py::gil_scoped_release nogil;
         prof::export_profile(t, dir);
@@ -318,9 +331,10 @@ void bind_profiler(py::module_& m) {
 
   py::class_<Window>(m, "_Window")
       .def(py::init([](const std::string& layers, const std::string& cores, const std::string& output_dir,
-                       int64_t max_events, bool record_shapes, bool with_stack, bool correlate) {
+                       int64_t max_events, bool record_shapes, bool with_stack, bool correlate,
+                       const std::string& sample_rate) {
         return std::make_unique<Window>(
-            make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate));
+            make_config(layers, cores, output_dir, max_events, record_shapes, with_stack, correlate, sample_rate));
       }))
       .def("start", &Window::start)
       .def("stop", &Window::stop);
