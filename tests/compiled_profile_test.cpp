@@ -10,6 +10,7 @@
 #include "opscope/analysis/kernel_origins.h"
 #include "opscope/analysis/key_averages.h"
 #include "opscope/cases/rmsnorm.h"
+#include "opscope/explorer/api.h"
 #include "opscope/opscope.h"
 #include "opscope/profiler/record_function.h"
 #include "opscope/profiler/session.h"
@@ -128,4 +129,25 @@ TEST(CompiledProfile, TheAdvisorNamesFusedKernelsAndDoesNotSuggestThemAgain) {
   ASSERT_FALSE(eager.suggestions.empty());
   EXPECT_EQ(eager.suggestions[0].known_op, "RMSNorm") << eager.table();
   for (const advisor::Finding& f : eager.findings) EXPECT_NE(f.kind, "compiled");
+}
+
+// The explorer's event details of a fused kernel name its origins (its args panel).
+TEST(CompiledProfile, TheExplorersKernelDetailsNameItsOrigins) {
+  prof::Trace compiled = profile_rms_norm(true, 2, 64, 256);
+  explorer::ExplorerApi api({std::make_shared<explorer::Profile>("compiled", "test", compiled)});
+  int seen = 0;
+  for (size_t e = 0; e < compiled.events.size(); ++e) {
+    const prof::TraceEvent& ev = compiled.events[e];
+    if (ev.kind != prof::EventKind::kernel && ev.kind != prof::EventKind::launch) continue;
+    explorer::ApiResponse r = api.get("/api/profiles/0/event/" + std::to_string(e), {});
+    ASSERT_EQ(r.status, 200);
+    const json& args = r.body.at("args");
+    if (ev.name.starts_with("fused_")) {
+      EXPECT_EQ(args.at("origins"), "mul, mean, add, rsqrt");
+      ++seen;
+    } else {
+      EXPECT_FALSE(args.contains("origins")) << ev.name;
+    }
+  }
+  EXPECT_GE(seen, 4);  // 2 launches and their kernel slices
 }

@@ -16,6 +16,7 @@
 #include "opscope/analysis/kernel_profile.h"
 #include "opscope/analysis/line_averages.h"
 #include "opscope/compiler/compile.h"
+#include "opscope/explorer/api.h"
 #include "opscope/ops/custom.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/record_function.h"
@@ -574,4 +575,51 @@ TEST(LineTable, LongPathsKeepTheFileNameAndLine) {
   EXPECT_NE(text.find(" ...er_than_the_whole_column_itself.cpp:7 "), std::string::npos) << text;
   EXPECT_NE(text.find(" ../k.cpp:9 "), std::string::npos) << text;
   EXPECT_NE(text.find(" opscope_test_spin_in_known_function "), std::string::npos) << text;
+}
+
+// The explorer's instructions views on the spin profile: the kernel view (source lines with
+// their text, instructions), the samples of a time window with their ops, the line table;
+// 404s that name what is missing.
+TEST(InstructionsExplorer, KernelSamplesAndLinesViews) {
+  const SpinRun& r = spin_run();
+  ASSERT_EQ(r.refused, "") << "the OS refused sampling";
+  using opscope::explorer::ExplorerApi;
+  auto profile = std::make_shared<opscope::explorer::Profile>("spin", "test", r.trace);
+  ExplorerApi api({profile});
+  int64_t in_spin = 0;
+  for (const Sample& s : r.trace.samples) in_spin += s.launch == r.spin_launch;
+
+  auto k = api.get("/api/profiles/0/kernel", {{"name", "spin_probe"}});
+  ASSERT_EQ(k.status, 200) << k.body.dump();
+  EXPECT_EQ(k.body.at("kernel"), "spin_probe");
+  EXPECT_EQ(k.body.at("samples").get<int64_t>(), in_spin);
+  EXPECT_FALSE(k.body.at("instructions").empty());
+  ASSERT_TRUE(k.body.contains("files"));
+
+  auto all = api.get("/api/profiles/0/samples", {});
+  ASSERT_EQ(all.status, 200) << all.body.dump();
+  EXPECT_EQ(all.body.at("count").get<int64_t>(), int64_t(r.trace.samples.size()));
+  const json& ops = all.body.at("ops");
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "spin_probe"), ops.end()) << ops;
+  auto thinned = api.get("/api/profiles/0/samples", {{"max", "10"}});
+  EXPECT_LE(thinned.body.at("t").size(), 10u);
+  EXPECT_EQ(thinned.body.at("count"), all.body.at("count"));  // the count is kept when thinned
+  EXPECT_EQ(api.get("/api/profiles/0/samples", {{"t0", "5"}, {"t1", "1"}}).status, 400);
+
+  auto lines = api.get("/api/profiles/0/lines", {{"limit", "3"}});
+  ASSERT_EQ(lines.status, 200);
+  EXPECT_LE(lines.body.at("rows").size(), 3u);
+  EXPECT_EQ(lines.body.at("rows").at(0).at("kernel"), "spin_probe");
+
+  auto missing = api.get("/api/profiles/0/kernel", {{"name", "no_such_kernel"}});
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(missing.body.dump().find("no samples in kernel 'no_such_kernel'"), std::string::npos) << missing.body;
+
+  Trace plain = r.trace;
+  plain.samples.clear();
+  plain.sampling_json.clear();
+  ExplorerApi none({std::make_shared<opscope::explorer::Profile>("plain", "test", plain)});
+  auto no_layer = none.get("/api/profiles/0/lines", {});
+  EXPECT_EQ(no_layer.status, 404);
+  EXPECT_NE(no_layer.body.dump().find("without the instructions layer"), std::string::npos) << no_layer.body;
 }

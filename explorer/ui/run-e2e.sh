@@ -22,7 +22,9 @@ trap 'rm -rf "$work"' EXIT
 # 512x4096: 8 MiB tensors, so launches are big enough for every core (on a machine with as
 # many cores as CPUs the last one joins only launches of 8 MiB or more) and the timeline
 # has a track per core.
+# With the instructions layer: the kernel view reads the samples.
 OPSCOPE_CACHE_DIR="$work/cache" "$build/tools/opscope" profile rmsnorm --impl all --shape 512x4096 --iters 3 \
+  --layers framework,runtime,device,instructions --sample-rate 10000 \
   --out "$work/rmsnorm" >"$artifacts/profile.txt"
 dirs=("$work/rmsnorm/naive" "$work/rmsnorm/builtin" "$work/rmsnorm/compiled")
 mkdir -p "$work/corrupt"

@@ -168,17 +168,50 @@ await check('zoom and pan by keyboard, range selection shows statistics', async 
   await shot('05-range');
 });
 
-await check('a compiled kernel shows its artifact: manifest and generated source', async () => {
+// The compiled profile's fused kernel event, opened in the timeline's side panel.
+async function openFusedKernel() {
   const k = await page.evaluate(async (id) => {
     const r = await (await fetch(`/api/profiles/${id}/search?q=fused_`)).json();
     return r.events.find((e) => e.kind === 'kernel');
   }, ids.compiled);
   assert(k, 'no fused kernel in the compiled profile');
   await page.goto(`${url}#/p/${ids.compiled}/timeline?event=${k.e}`);
+  return k;
+}
+
+await check('a compiled kernel shows its artifact: manifest and generated source', async () => {
+  const k = await openFusedKernel();
   await page.waitForSelector('text=Compiled artifact', { timeout: 10000 });
   const text = await page.textContent('[data-testid=side-panel]');
   assert(/"hash"|cache_key|kernels/.test(text) && text.includes(k.name), `artifact panel: ${text.slice(0, 300)}`);
+  assert(text.includes('mul, mean, add, rsqrt'), `the panel names the kernel's origin ops: ${text.slice(0, 300)}`);
   await shot('05b-artifact');
+});
+
+await check('inside a kernel: the hot lines, then source and assembly linked both ways', async () => {
+  // From a kernel event's panel to its kernel view.
+  await openFusedKernel();
+  await page.waitForSelector('[data-testid=kernel-link]', { timeout: 10000 });
+  await page.click('[data-testid=kernel-link]');
+  await page.waitForSelector('[data-testid=kernel-view]', { timeout: 15000 });
+  const src = await page.textContent('[data-testid=kernel-source]');
+  assert(src.includes('kernels.cpp'), `the generated source is listed: ${src.slice(0, 200)}`);
+  const hot = await page.$$('[data-testid=kernel-source] tr.kline.hot');
+  assert(hot.length > 0, 'no hot source line');
+  // Picking a hot line marks its instructions in the assembly, and back.
+  await hot[0].click();
+  const linked = await page.$$('[data-testid=kernel-asm] tr.kinstr.linked');
+  assert(linked.length > 0, 'a hot line marks no instruction');
+  await linked[0].click();
+  assert((await page.$$('[data-testid=kernel-source] tr.kline.linked')).length === 1, 'an instruction marks its line');
+  await shot('05c-kernel');
+  // The profile's hottest lines, each linked to its kernel.
+  await page.goto(`${url}#/p/${ids.naive}/kernel`);
+  await page.waitForSelector('[data-testid=lines-view] tbody tr', { timeout: 10000 });
+  const first = await page.$('[data-testid=lines-view] tbody tr a');
+  assert(first, 'no kernel linked from the lines table');
+  await first.click();
+  await page.waitForSelector('[data-testid=kernel-view]', { timeout: 15000 });
 });
 
 await check('summary shows recommendations with evidence', async () => {

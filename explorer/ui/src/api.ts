@@ -87,6 +87,10 @@ export interface CompareRow {
 export interface CompareSide { id: number; label: string; self_cpu_total_ns: number; self_device_total_ns: number; t0: number; t1: number; span_ns: number }
 export interface Compare { a: CompareSide; b: CompareSide; rows: CompareRow[]; device_ratio: number }
 
+// Instruction samples in a window (the instructions layer): parallel arrays, thinned to
+// at most `max`; op and function are indexes into ops and functions.
+export interface SampleWindow { count: number; stride: number; t: number[]; track: number[]; op: number[]; function: number[]; ops: string[]; functions: string[] }
+
 export class ApiError extends Error {
   constructor(public status: number, message: string) { super(message); }
 }
@@ -129,4 +133,6 @@ export const api = {
   search: (id: number, q: string, exact = false, limit = 200) =>
     getJSON<SearchResult>(`${P(id)}/search`, { q, exact: exact ? 1 : 0, limit }),
   compare: (a: number, b: number) => getJSON<Compare>('/api/compare', { a, b }),
+  samples: (id: number, t0: number, t1: number, max = 20000) =>
+    getJSON<SampleWindow>(`${P(id)}/samples`, { t0: Math.floor(t0), t1: Math.ceil(t1), max }),
 };

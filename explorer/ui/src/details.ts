@@ -14,6 +14,12 @@ function chainList(title: string, items: EventBrief[], selected: number): string
   ).join('') + (items.length > shown.length ? `<li class="muted">… ${items.length - shown.length} more</li>` : '') + '</ul>';
 }
 
+// The kernel view of this profile's kernel (the instructions layer's samples).
+function kernelLink(name: string): string {
+  const id = /^#\/p\/(\d+)/.exec(location.hash)?.[1] ?? '0';
+  return `#/p/${id}/kernel?${new URLSearchParams({ name })}`;
+}
+
 export function renderDetails(host: HTMLElement, d: EventDetails, onPick: (e: number) => void): void {
   const args = Object.entries(d.args).map(([k, v]) => {
     const text = k === 'bytes' || k === 'allocated_after' ? formatBytes(v) : k === 'gbps' ? formatGBps(v)
@@ -43,7 +49,8 @@ export function renderDetails(host: HTMLElement, d: EventDetails, onPick: (e: nu
     ${chainList('Launches', d.chain.launches, d.e)}
     ${chainList('Kernels', d.chain.kernels, d.e)}
     ${d.chain.truncated ? '<p class="muted small">Chain truncated.</p>' : ''}
-    ${artifact}`;
+    ${artifact}
+    ${d.kind === 'kernel' || d.kind === 'launch' ? `<p class="small"><a href="${kernelLink(d.name)}" data-testid="kernel-link">Inside the kernel: hot source lines and instructions →</a></p>` : ''}`;
   host.querySelectorAll<HTMLAnchorElement>('a[data-e]').forEach((a) =>
     a.addEventListener('click', (ev) => { ev.preventDefault(); onPick(Number(a.dataset.e)); }));
 }

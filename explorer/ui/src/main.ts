@@ -3,6 +3,7 @@
 import './styles.css';
 import { api, ApiError, type ProfileEntry } from './api';
 import { renderCompare } from './compare';
+import { renderKernel } from './kernel';
 import { escapeHtml as h, formatDuration } from './format';
 import { parseRoute, routeHash, type Route } from './route';
 import { initTheme } from './theme';
@@ -28,6 +29,7 @@ function renderTabs(r: Route): void {
     id !== undefined ? tab(`#/p/${id}/summary`, 'Summary', r.view === 'summary') : '',
     id !== undefined ? tab(`#/p/${id}/timeline`, 'Timeline', r.view === 'timeline') : '',
     id !== undefined ? tab(`#/p/${id}/ops`, 'Operators', r.view === 'ops') : '',
+    id !== undefined ? tab(`#/p/${id}/kernel`, 'Kernels', r.view === 'kernel') : '',
     ok.length >= 2 ? tab(r.view === 'compare' ? routeHash(r) : `#/compare/${ok[0].id}/${ok[ok.length - 1].id}`, 'Compare', r.view === 'compare') : '',
   ].join('');
   const label = 'id' in r ? profiles[r.id]?.label : undefined;
@@ -50,6 +52,7 @@ async function render(): Promise<void> {
       if (!p.ok) throw new Error(`${p.label} could not be loaded: ${p.error}`);
       if (r.view === 'summary') renderSummary(app, r.id, await api.summary(r.id), go);
       else if (r.view === 'ops') await renderOps(app, r.id, go);
+      else if (r.view === 'kernel') await renderKernel(app, r.id, r.name, r.op);
       else timelines = [await renderTimelinePage(app, r, p.label)];
     }
   } catch (err) {

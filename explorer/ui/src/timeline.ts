@@ -5,7 +5,7 @@
 // Under the lanes, one memory track per device (allocated bytes, memory.ts) when the
 // profile recorded the allocator; hovering it reads the bytes at the cursor.
 
-import { api, type EventDetails, type Flow, type LaneWindow, type MemorySeries, type MemoryWindow, type Tracks } from './api';
+import { api, type EventDetails, type Flow, type LaneWindow, type MemorySeries, type MemoryWindow, type SampleWindow, type Tracks } from './api';
 import { eventColor, labelColor, layerSwatch, type Theme } from './colors';
 import { formatDuration } from './format';
 import { drawableAt, GROUP_GAP, layoutLanes, rowAt, type Layout } from './layout';
@@ -55,11 +55,16 @@ export class Timeline {
   private memRows: MemoryRow[] = [];
   private memory = new Map<number, MemorySeries>();
   private memPeakX = new Map<number, number | null>();
+  // Instruction samples (instructions layer): ticks under each core's lane, coloured by op.
+  private samples: SampleWindow | null = null;
+  private sampleLane = new Map<number, number>();  // device core track -> its lane
+  private hasSamples = true;
   ready = false;
 
   constructor(host: HTMLElement, private opts: TimelineOptions) {
     this.bounds = { begin: opts.tracks.t0, end: Math.max(opts.tracks.t1, opts.tracks.t0 + (opts.extent ?? 1)) };
     this.layout = layoutLanes(opts.tracks.lanes, RULER + 6);
+    opts.tracks.lanes.forEach((l) => { if (l.layer === 'device' && l.depth === 0) this.sampleLane.set(l.track, l.lane); });
     let y = RULER + 6 + this.layout.height + GROUP_GAP;
     for (const s of opts.memory?.devices ?? []) {
       this.memRows.push({ device: s.device, name: s.name, y, height: MEM_HEIGHT });
@@ -144,7 +149,12 @@ export class Timeline {
     this.inflight = true;
     const t0 = v.t0 - span * 0.5, t1 = v.t1 + span * 0.5, px = Math.min(20000, Math.round(v.width * 2));
     const mem = this.memRows.length ? api.memory(this.opts.profile, t0, t1, v.width * 2) : Promise.resolve(null);
-    Promise.all([api.timeline(this.opts.profile, t0, t1, px), mem]).then(([w, m]) => {
+    const smp = this.hasSamples && this.sampleLane.size
+      ? api.samples(this.opts.profile, t0, t1, Math.round(v.width * 8)).catch(() => { this.hasSamples = false; return null; })
+      : Promise.resolve(null);
+    Promise.all([api.timeline(this.opts.profile, t0, t1, px), mem, smp]).then(([w, m, sw]) => {
+      this.samples = sw && sw.count ? sw : null;
+      if (sw && !sw.count && this.samples === null && t0 <= this.bounds.begin && t1 >= this.bounds.end) this.hasSamples = false;
       for (const s of m?.devices ?? []) this.memory.set(s.device, s);
       this.windows.clear();
       for (const l of w.lanes) this.windows.set(l.lane, l);
@@ -382,6 +392,19 @@ export class Timeline {
       }
     }
     ctx.globalAlpha = 1;
+
+    // Instruction samples: a tick at the bottom of its core's lane, in its op's colour.
+    if (this.samples) {
+      const sw = this.samples;
+      for (let i = 0; i < sw.t.length; i++) {
+        const row = this.layout.byLane.get(this.sampleLane.get(sw.track[i]) ?? -1);
+        if (!row) continue;
+        const x = X(sw.t[i]);
+        if (x < GUTTER || x > W) continue;
+        ctx.fillStyle = eventColor('framework', sw.ops[sw.op[i]] || '(no op)', theme);
+        ctx.fillRect(x, row.y + row.height - 4, 1.5, 3);
+      }
+    }
 
     // Memory tracks: allocated bytes per device, the peak marked.
     const memColors = { line: color('--link'), peak: color('--select'), text: color('--fg') };

@@ -73,6 +73,10 @@ test('routes parse and print back', () => {
   assert.deepEqual(parseRoute('#/p/1/timeline?events=4,5,x'), { view: 'timeline', id: 1, events: [4, 5] });
   assert.deepEqual(parseRoute('#/compare/0/2'), { view: 'compare', a: 0, b: 2 });
   assert.deepEqual(parseRoute('#/p/abc/ops'), { view: 'profiles' });
-  for (const h of ['#/', '#/p/3/ops', '#/compare/1/0', '#/p/0/timeline?event=12'])
+  assert.deepEqual(parseRoute('#/p/1/kernel'), { view: 'kernel', id: 1 });
+  assert.deepEqual(parseRoute('#/p/1/kernel?name=mul_f32&op=aten%3A%3Amul'),
+    { view: 'kernel', id: 1, name: 'mul_f32', op: 'aten::mul' });
+  for (const h of ['#/', '#/p/3/ops', '#/compare/1/0', '#/p/0/timeline?event=12', '#/p/2/kernel',
+    '#/p/2/kernel?name=fused_x_f32&op=aten%3A%3Amul'])
     assert.equal(routeHash(parseRoute(h)), h);
 });

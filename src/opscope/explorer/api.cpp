@@ -67,6 +67,9 @@ ApiResponse ExplorerApi::get(std::string_view path, const Params& params) const 
       if (view == "memory") return {200, memory_view(p, params)};
       if (view == "ops") return {200, ops_view(p, params)};
       if (view == "search") return {200, search_view(p, params)};
+      if (view == "kernel") return {200, kernel_view(p, params)};
+      if (view == "samples") return {200, samples_view(p, params)};
+      if (view == "lines") return {200, lines_view(p, params)};
     }
     if (parts.size() == 5 && view == "event") {
       size_t e = index_segment(parts[4], p.trace().events.size(), "event");

@@ -10,6 +10,9 @@
 //   /api/profiles/{id}/event/{n}       details and the correlation chain op → launches → kernels
 //   /api/profiles/{id}/ops             key_averages rows
 //   /api/profiles/{id}/search?q=[&exact=1]   events by name
+//   /api/profiles/{id}/kernel?name=[&op=]   inside a kernel: hot source lines and instructions (instructions layer)
+//   /api/profiles/{id}/samples?t0=&t1=[&max=]   instruction samples in a window, with their ops
+//   /api/profiles/{id}/lines[?limit=]  key averages per source line
 //   /api/compare?a=&b=                 per-op delta table
 // Times are ns from the profile's t = 0. Errors: {"error": "..."} with 400 (bad query),
 // 404 (no such profile, event or route) or 409 (the profile failed to load).

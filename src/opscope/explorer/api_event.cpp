@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "opscope/analysis/kernel_origins.h"
 #include "opscope/explorer/api_views.h"
 
 namespace opscope::explorer::api {
@@ -54,6 +55,10 @@ json event_view(const Profile& p, uint32_t e) {
   if (ev.kind == EventKind::kernel && ev.t1 > ev.t0 && ev.bytes > 0)
     args["gbps"] = double(ev.bytes) / double(ev.t1 - ev.t0);
   if (ev.kind == EventKind::kernel && ev.value > 0) args["trace_gbps"] = double(ev.value) / 1000;  // imported
+  if (ev.kind == EventKind::kernel || ev.kind == EventKind::launch) {  // a compiled kernel: what it came from
+    auto origins = analysis::kernel_origins(t);
+    if (auto it = origins.find(ev.name); it != origins.end()) args["origins"] = it->second.text();
+  }
 
   j["args"] = args;
   j["shapes"] = ev.shapes;

@@ -28,6 +28,10 @@ nlohmann::json memory_view(const Profile& p, const Params& params);
 nlohmann::json event_view(const Profile& p, uint32_t e);
 nlohmann::json search_view(const Profile& p, const Params& params);
 nlohmann::json ops_view(const Profile& p, const Params& params);
+// The instructions layer (api_kernel.cpp).
+nlohmann::json kernel_view(const Profile& p, const Params& params);
+nlohmann::json samples_view(const Profile& p, const Params& params);
+nlohmann::json lines_view(const Profile& p, const Params& params);
 nlohmann::json compare_view(size_t a_id, const Profile& a, size_t b_id, const Profile& b);
 
 }  // namespace opscope::explorer::api
