@@ -153,6 +153,7 @@ class EventAverage:
         self.count = row["count"]
         self.input_shapes = row["input_shapes"]
         self.stack = [row["source"]] if row.get("source") else []  # the calling Python line (with_stack)
+        self.origins = row.get("origins", "")  # a compiled kernel: its aten ops and modules
         self.self_cpu_time_total = row["self_cpu_ns"] / 1e3
         self.cpu_time_total = row["cpu_total_ns"] / 1e3
         self.cpu_time = row["cpu_avg_ns"] / 1e3

@@ -85,6 +85,8 @@ def test_a_compiled_model_keeps_its_module_rows(dev, tmp_path):
     assert "Origins" in table.splitlines()[1], table
     line = next(l for l in table.splitlines() if l.startswith(name[:40]))
     assert "aten::rsqrt" in line and " in " in line, line  # the modules follow (the column is cut at 80)
+    row = next(r for r in prof.key_averages() if r.key == name)
+    assert row.kind == "kernel" and row.origins.startswith("aten::") and "norm" in row.origins, row.origins
 
 
 def test_the_method_end_to_end_example(tmp_path):
