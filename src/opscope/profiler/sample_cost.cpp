@@ -23,14 +23,14 @@ int64_t now_ns() {
   return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-// The gaps of a clock-reading loop while this thread is sampled; empty when refused.
+// The gaps of a clock-reading loop while this thread is sampled; nullopt when the OS refuses.
 std::optional<std::vector<int64_t>> sampled_gaps() {
   perf_event_attr a{};
   a.size = sizeof(a);
   a.type = PERF_TYPE_SOFTWARE;
   a.config = PERF_COUNT_SW_CPU_CLOCK;
   a.sample_period = uint64_t(1'000'000'000 / kProbeRateHz);
-  a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME;  // what the layer records, so the same work a sample
+  a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME;  // what the layer records: the same work per sample
   a.exclude_hv = 1;
   a.use_clockid = 1;
   a.clockid = CLOCK_MONOTONIC;
