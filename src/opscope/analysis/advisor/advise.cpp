@@ -88,10 +88,11 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     }
     adv.host_wait = worst_host_wait(*a);
     adv.findings = trace_findings(*a);
-    adv.compiled = compiled_kernels(trace);
+    CompiledView compiled = compiled_view(trace);
+    adv.compiled = compiled.fused;
     if (!adv.compiled.empty()) {
       fixes_for_compiled(adv.findings);
-      if (std::optional<Finding> f = compiled_finding(trace, adv.compiled)) adv.findings.push_back(std::move(*f));
+      if (std::optional<Finding> f = compiled_finding(compiled)) adv.findings.push_back(std::move(*f));
     }
   }
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 
 #include "opscope/analysis/analyze_figures.h"
 #include "opscope/analysis/kernel_origins.h"
@@ -19,25 +18,23 @@ std::string pct(int64_t part, int64_t whole) {
 
 }  // namespace
 
-std::vector<CompiledKernel> compiled_kernels(const prof::Trace& trace) {
-  std::vector<CompiledKernel> out;
-  if (analysis::kernel_origins(trace).empty()) return out;
-  for (const analysis::KeyAverage& r : analysis::key_averages(trace).sorted("device_time_total"))
-    if (r.kind == prof::EventKind::kernel && !r.origins.empty() && r.count > 0)
-      out.push_back({r.name, r.origins, r.count, r.device_total_ns});
-  return out;
-}
-
-std::optional<Finding> compiled_finding(const prof::Trace& trace, const std::vector<CompiledKernel>& fused) {
-  if (fused.empty()) return {};
-  int64_t fused_ns = 0, total_ns = 0, launches = 0;
-  for (const CompiledKernel& k : fused) fused_ns += k.device_ns, launches += k.launches;
-  std::vector<std::string> rest;
+CompiledView compiled_view(const prof::Trace& trace) {
+  CompiledView v;
+  if (analysis::kernel_origins(trace).empty()) return v;  // eager: no second pass over the trace
   for (const analysis::KeyAverage& r : analysis::key_averages(trace).sorted("device_time_total")) {
     if (r.kind != prof::EventKind::kernel) continue;
-    total_ns += r.device_total_ns;
-    if (r.origins.empty() && rest.size() < 3) rest.push_back(r.name);
+    v.kernel_ns += r.device_total_ns;
+    if (!r.origins.empty() && r.count > 0) v.fused.push_back({r.name, r.origins, r.count, r.device_total_ns});
+    else if (r.origins.empty() && v.unfused.size() < 3) v.unfused.push_back(r.name);
   }
+  return v;
+}
+
+std::optional<Finding> compiled_finding(const CompiledView& v) {
+  const std::vector<CompiledKernel>& fused = v.fused;
+  if (fused.empty()) return {};
+  int64_t fused_ns = 0, launches = 0;
+  for (const CompiledKernel& k : fused) fused_ns += k.device_ns, launches += k.launches;
   std::vector<std::string> named;
   for (size_t i = 0; i < fused.size() && i < 3; ++i)
     named.push_back(fmt::format("{} ← {} ({} launches, {})", fused[i].name, fused[i].origins, fused[i].launches,
@@ -47,12 +44,13 @@ std::optional<Finding> compiled_finding(const prof::Trace& trace, const std::vec
   f.title = fmt::format("Compiled: {} fused kernel{} already run{} the program's elementwise chains", fused.size(),
                         fused.size() == 1 ? "" : "s", fused.size() == 1 ? "s" : "");
   f.detail = fmt::format("{} launches of fused kernels take {} ({} of the device time): {}{}.", launches,
-                         analysis::human_ns(fused_ns), pct(fused_ns, total_ns), fmt::join(named, "; "),
+                         analysis::human_ns(fused_ns), pct(fused_ns, v.kernel_ns), fmt::join(named, "; "),
                          fused.size() > 3 ? fmt::format("; and {} more", fused.size() - 3) : "");
-  f.fix = rest.empty() ? "nothing is left to fuse"
-                       : fmt::format("nothing in them is left to fuse; the rest of the time is in kernels the compiler "
-                                     "kept as they are (largest: {}): see their GB/s and % of roof in the table",
-                                     fmt::join(rest, ", "));
+  f.fix = v.unfused.empty() ? "nothing is left to fuse"
+                            : fmt::format("nothing in them is left to fuse; the rest of the time is in kernels the "
+                                          "compiler kept as they are (largest: {}): see their GB/s and % of roof in "
+                                          "the table",
+                                          fmt::join(v.unfused, ", "));
   f.evidence.push_back({"fused kernels", fmt::format("{} ({} launches)", fused.size(), launches)});
   return f;
 }

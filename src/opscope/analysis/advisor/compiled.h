@@ -9,12 +9,17 @@
 
 namespace opscope::advisor {
 
-// The fused kernels that ran, most device time first; empty for an eager profile.
-std::vector<CompiledKernel> compiled_kernels(const prof::Trace& trace);
+// A profile's kernels as the compiler left them, from one key_averages pass.
+struct CompiledView {
+  std::vector<CompiledKernel> fused;  // most device time first; empty for an eager profile
+  std::vector<std::string> unfused;   // the largest kernels it did not fuse (at most 3)
+  int64_t kernel_ns = 0;              // every kernel's device time
+};
+CompiledView compiled_view(const prof::Trace& trace);
 
-// "Compiled: N fused kernels ...": what they run and what is left outside them (the
-// largest kernels that are not fused). No impact of its own: it is what was done.
-std::optional<Finding> compiled_finding(const prof::Trace& trace, const std::vector<CompiledKernel>& fused);
+// "Compiled: N fused kernels ...": what they run and what is left outside them. No impact
+// of its own: it is what was done. None for an eager profile.
+std::optional<Finding> compiled_finding(const CompiledView& v);
 
 // The findings whose fix says "fuse or compile", said for a compiled program.
 void fixes_for_compiled(std::vector<Finding>& findings);
