@@ -1,5 +1,6 @@
 """Shared fixtures: the device, and a quiet fallback counter per test; helpers that run an op
-natively and compare it with torch CPU."""
+natively and compare it with torch CPU, and the path of this build's CLI."""
+import os
 import warnings
 
 import pytest
@@ -82,3 +83,13 @@ def rand(*shape, dtype=torch.float32, positive=False):
     if positive:
         x = x.abs() + 0.1
     return x.to(dtype)
+
+
+def opscope_cli():
+    """This build's `opscope` CLI (BUILD/tools/opscope beside BUILD/python/opscope); the test
+    fails naming the path when it is not built."""
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(opscope.__file__))))
+    cli = os.path.join(build, "tools", "opscope")
+    if not os.path.exists(cli):
+        pytest.fail(f"the opscope CLI is not built at {cli}")
+    return cli

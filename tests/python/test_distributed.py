@@ -13,6 +13,8 @@ import time
 import pytest
 import torch
 
+from conftest import opscope_cli
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WORKER = os.path.join(HERE, "dist_worker.py")
@@ -248,14 +250,6 @@ def test_cpu_share_of_each_local_rank():
     assert cpus_of_local_rank([0, 1, 2, 3], 1, 2) == [2, 3]
     assert cpus_of_local_rank([0, 1], 3, 4) == [1]
     assert cpus_of_local_rank([4, 5, 6], 0, 1) == [4, 5, 6]
-
-
-def opscope_cli():
-    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__import__("opscope").__file__))))
-    cli = os.path.join(build, "tools", "opscope")
-    if not os.path.exists(cli):
-        pytest.fail(f"the opscope CLI is not built at {cli}")
-    return cli
 
 
 def test_tensor_parallel_decoder_equals_one_process_and_profiles_each_rank(tmp_path):

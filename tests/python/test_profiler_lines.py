@@ -1,13 +1,13 @@
 """The instructions layer from Python: Config(layers="...,instructions", sample_rate=...) and
 prof.key_averages(group_by="line"), the hottest source lines across kernels with their kernel
 and op (`opscope table --group-by-line`'s table); bad values name the argument."""
-import json
 import subprocess
 
 import pytest
 import torch
 
 import opscope
+from conftest import opscope_cli
 from opscope.profiler import Config, profile
 
 
@@ -17,7 +17,7 @@ def test_key_averages_by_line_names_the_sampled_kernels_lines(dev, tmp_path):
     assert cfg.sample_rate == 20000 and cfg.layers == "framework,runtime,device,instructions"
     with profile(experimental_config=cfg) as prof:
         for _ in range(20):
-            y = torch.exp(x)
+            torch.exp(x)
         opscope.synchronize()
     lines = prof.key_averages(group_by="line")
     assert lines.total_samples > 0 and len(lines) > 0
@@ -61,11 +61,6 @@ def test_bad_values_name_the_argument(dev, tmp_path):
     with pytest.raises(ValueError, match=r"\[group_by\] the profile: no instruction samples: the profile was taken "
                                          r"without the instructions layer"):
         prof.key_averages(group_by="line")
-
-
-def opscope_cli():
-    from pathlib import Path
-    return str(Path(opscope.__file__).resolve().parents[2] / "tools" / "opscope")
 
 
 def test_sample_rate_from_the_environment(monkeypatch):

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import opscope
+from conftest import opscope_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -165,7 +166,7 @@ def test_the_inside_a_kernel_commands_run_as_written(tmp_path):
     block = re.search(r"### Inside a kernel\n.*?```sh\n(.*?)```", text, re.S).group(1)
     lines = [l.split("#")[0].strip() for l in block.splitlines() if l.strip()]
     assert len(lines) == 5 and all(l.startswith("build/tools/opscope ") for l in lines), lines
-    cli = Path(opscope.__file__).resolve().parents[2] / "tools" / "opscope"
+    cli = opscope_cli()
     outs = []
     for line in lines:
         args = line.split()[1:]
@@ -173,7 +174,7 @@ def test_the_inside_a_kernel_commands_run_as_written(tmp_path):
             # The README's default shape, smaller; at the auto rate (~700 Hz on a VM) so short a
             # run may sample mul_f32 a few times only: 10 kHz makes its samples certain.
             args += ["--shape", "256x4096", "--iters", "3", "--sample-rate", "10000"]
-        r = subprocess.run([str(cli)] + args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        r = subprocess.run([cli] + args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{line}\n{r.stdout}\n{r.stderr}"
         outs.append(r.stdout)
     assert "mul_f32" in outs[1], outs[1]
