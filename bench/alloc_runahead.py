@@ -1,12 +1,13 @@
 """What the host running ahead of the device costs when the allocator's cache is cold.
 
-Each launch keeps its tensors' blocks until it has run (runtime/launch.h, Launch::keep), so
-when Python queues N calls at once, each call's output is a fresh block from the OS until
-the cache holds N of them, and every page of it faults inside a kernel. A stream-ordered
-allocator (CUDA's caching allocator) reuses a block the host has dropped for the next launch
-on the same stream at once. This prints, in one process and one run: the first burst of N
-queued calls (cold), a second burst (the cache now holds the blocks), and N calls each
-followed by a synchronize; the ratio cold / warm is what a fix would remove.
+Python queues N calls at once, each dropping the last call's output while its kernel has not
+run yet. Before the allocator reused blocks in stream order (runtime/allocator.h), each
+launch kept its tensors' blocks until it had run, so each queued call's output was a fresh
+block from the OS until the cache held N of them, and every page of it faulted inside a
+kernel. Now a block the host dropped goes to the next allocation on the same stream at once,
+as in CUDA's caching allocator. This prints, in one process and one run: the first burst of N
+queued calls (cold), a second burst (warm), and N calls each followed by a synchronize; the
+ratio cold / warm is what a cold cache costs, and the memory held from the OS.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/alloc_runahead.py [--calls 40] [--shape 1024x4096]
 """

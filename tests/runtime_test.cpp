@@ -507,12 +507,16 @@ TEST(Allocator, SmallBlocksShareChunksThatGoBackWhenAllAreFree) {
   a.free(again);
 }
 
-TEST(Allocator, TensorKeptAliveByPendingKernel) {
+// A launch on a stream other than the tensor's own keeps its storage until it has run
+// (on its own stream, the allocator's stream order covers it: stream_allocator_test.cpp).
+TEST(Allocator, TensorKeptAliveByPendingKernelOnAnotherStream) {
   CpuDevice dev(1);
+  Stream& other = dev.create_stream();
   std::atomic<bool> gate{false};
   std::atomic<float> seen{0};
   {
     Tensor t = full({16}, 5.0, DType::f32, &dev);
+    StreamGuard g(other);
     LaunchSpec spec;
     spec.name = "late_reader";
     const float* p = t.data<float>();

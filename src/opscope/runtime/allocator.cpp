@@ -11,6 +11,7 @@
 #include "opscope/profiler/hooks.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/op_scope.h"
+#include "opscope/runtime/stream.h"
 
 namespace opscope {
 
@@ -51,48 +52,61 @@ size_t CachingAllocator::round_size(size_t n) {
   return (n + r - 1) / r * r;
 }
 
-CachingAllocator::~CachingAllocator() { empty_cache(); }
+CachingAllocator::~CachingAllocator() { release_cached(true); }
 
-Block CachingAllocator::allocate(size_t nbytes) {
+bool CachingAllocator::usable(Cached& c, const Stream* stream) {
+  if (!c.stream || c.stream == stream) return true;
+  if (c.stream->completed() < c.seq) return false;
+  c.stream = nullptr;  // passed for good: no need to read the stream again
+  return true;
+}
+
+Block CachingAllocator::allocate(size_t nbytes, Stream* stream) {
+  if (!stream_ordered()) stream = nullptr;
   size_t size = round_size(nbytes);
-  void* p = nullptr;
+  Block got{nullptr, size};
   int64_t now = 0;
   {
     std::lock_guard<SpinLock> g(m_);
     stats_.num_allocs++;
     // Best fit; a cached block may be at most twice the request so big blocks are not
-    // wasted on small tensors.
-    for (auto it = free_.lower_bound(size); it != free_.end() && it->first <= 2 * size; ++it) {
-      if (it->second.empty()) continue;
-      size = it->first;
-      p = it->second.back();
-      it->second.pop_back();
-      if (chunked(size)) small_live_ += int64_t(size);
+    // wasted on small tensors. The newest usable block of a size first: the most likely
+    // to be in cache.
+    for (auto it = free_.lower_bound(size); it != free_.end() && it->first <= 2 * size && !got.ptr; ++it) {
+      std::vector<Cached>& v = it->second;
+      for (size_t i = v.size(); i-- > 0;) {
+        if (!usable(v[i], stream)) continue;
+        got = Block{v[i].ptr, it->first, v[i].stream ? v[i].seq : 0, v[i].stream};
+        v.erase(v.begin() + std::ptrdiff_t(i));
+        break;
+      }
+    }
+    if (got.ptr) {
+      if (chunked(got.size)) small_live_ += int64_t(got.size);
       stats_.num_cache_hits++;
-      stats_.allocated += int64_t(size);
+      stats_.allocated += int64_t(got.size);
       stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
       now = stats_.allocated;
-      break;
     }
   }
-  if (!p) {
+  if (!got.ptr) {
     bool from_os = true;
     auto get = [&] { return chunked(size) ? carve(size, &from_os) : reserve_and_alloc(size); };
-    p = get();
-    if (!p) {
+    got.ptr = get();
+    if (!got.ptr) {
       // Give the cache back and try once more before failing.
       empty_cache();
-      p = get();
+      got.ptr = get();
     }
-    if (!p) fail_out_of_memory(size);
+    if (!got.ptr) fail_out_of_memory(size);
     std::lock_guard<SpinLock> g(m_);
     if (from_os) stats_.num_os_allocs++;
     stats_.allocated += int64_t(size);
     stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
     now = stats_.allocated;
   }
-  if (prof::layers() & prof::kRuntime) prof::on_alloc(device_index_, p, int64_t(size), now);
-  return Block{p, size};
+  if (prof::layers() & prof::kRuntime) prof::on_alloc(device_index_, got.ptr, int64_t(got.size), now);
+  return got;
 }
 
 void* CachingAllocator::reserve_and_alloc(size_t size) {
@@ -130,7 +144,7 @@ void* CachingAllocator::carve(size_t size, bool* new_chunk) {
   std::lock_guard<SpinLock> g(m_);
   // What is left of the previous chunk (less than `size`, so under 1 MiB; a multiple of
   // 512 B) is a cached block.
-  if (chunk_left_ > 0) free_[chunk_left_].push_back(chunk_next_);
+  if (chunk_left_ > 0) free_[chunk_left_].push_back(Cached{chunk_next_, nullptr, 0});
   chunks_.push_back(c);
   chunk_next_ = static_cast<char*>(c) + size;
   chunk_left_ = kChunk - size;
@@ -172,12 +186,16 @@ void CachingAllocator::os_free(void* p, size_t size) {
   else std::free(p);
 }
 
-void CachingAllocator::free(Block b) {
+void CachingAllocator::free(Block b, Stream* stream, uint64_t after) {
   if (!b.ptr) return;
+  // Unused since it was handed out: the previous owner's launches may still run.
+  if (after == 0) stream = b.fence, after = b.fence_seq;
+  if (!stream_ordered() || after == 0) stream = nullptr;
   int64_t now;
   {
     std::lock_guard<SpinLock> g(m_);
-    free_[b.size].push_back(b.ptr);  // buckets stay when emptied: steady state allocates nothing
+    // Buckets stay when emptied: steady state allocates nothing.
+    free_[b.size].push_back(Cached{b.ptr, stream, stream ? after : 0});
     if (chunked(b.size)) small_live_ -= int64_t(b.size);
     stats_.allocated -= int64_t(b.size);
     now = stats_.allocated;
@@ -185,20 +203,44 @@ void CachingAllocator::free(Block b) {
   if (prof::layers() & prof::kRuntime) prof::on_free(device_index_, b.ptr, int64_t(b.size), now);
 }
 
-// Every cached block that is an allocation of its own; the chunks of small blocks only when
-// none of their blocks is in use.
+void CachingAllocator::wait_for_cached() {
+  std::vector<std::pair<Stream*, uint64_t>> pending;
+  {
+    std::lock_guard<SpinLock> g(m_);
+    for (auto& [size, v] : free_)
+      for (const Cached& c : v) {
+        if (!c.stream) continue;
+        auto at = std::find_if(pending.begin(), pending.end(), [&](auto& p) { return p.first == c.stream; });
+        if (at == pending.end()) pending.emplace_back(c.stream, c.seq);
+        else at->second = std::max(at->second, c.seq);
+      }
+  }
+  // Outside m_: waiting releases what finished launches kept, which frees blocks.
+  for (auto& [s, seq] : pending) s->wait_for(seq);
+}
+
 void CachingAllocator::empty_cache() {
+  wait_for_cached();
+  release_cached(false);
+}
+
+// Every idle cached block that is an allocation of its own; the chunks of small blocks
+// only when none of their blocks is in use or awaited.
+void CachingAllocator::release_cached(bool all) {
   std::lock_guard<SpinLock> g(m_);
   bool chunks_go = small_live_ == 0;
-  for (auto it = free_.begin(); it != free_.end();) {
-    if (chunked(it->first)) {
-      it = chunks_go ? free_.erase(it) : std::next(it);
+  for (auto& [size, v] : free_) {
+    auto busy = [&](Cached& c) { return !all && !usable(c, nullptr); };
+    if (chunked(size)) {
+      chunks_go = chunks_go && std::none_of(v.begin(), v.end(), busy);
       continue;
     }
-    for (void* p : it->second) os_free(p, it->first);
-    stats_.reserved -= int64_t(it->first * it->second.size());
-    it = free_.erase(it);
+    auto keep = std::partition(v.begin(), v.end(), [&](Cached& c) { return !busy(c); });
+    for (auto it = v.begin(); it != keep; ++it) os_free(it->ptr, size);
+    stats_.reserved -= int64_t(size * size_t(keep - v.begin()));
+    v.erase(v.begin(), keep);
   }
+  std::erase_if(free_, [&](auto& kv) { return kv.second.empty() || (chunks_go && chunked(kv.first)); });
   if (!chunks_go) return;
   for (void* c : chunks_) os_free(c, kChunk);
   stats_.reserved -= int64_t(kChunk * chunks_.size());

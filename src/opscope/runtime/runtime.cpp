@@ -24,10 +24,26 @@ Tensor allocate(const Shape& shape, DType dtype, Device& dev) {
   for (int64_t d : shape) over |= __builtin_mul_overflow(bytes, d, &bytes);
   if (over && std::find(shape.begin(), shape.end(), 0) == shape.end())
     fail(op, "shape {} of {} is more than 2^63 bytes", shape.str(), dtype_name(dtype));
-  Block b = dev.allocator().allocate(size_t(shape.numel()) * itemsize(dtype));
+  Stream& s = current_stream(dev);
+  Block b = dev.allocator().allocate(size_t(shape.numel()) * itemsize(dtype), &s);
   auto st = std::allocate_shared<Storage>(PoolAllocator<Storage>(), dev, b);
+  if (dev.allocator().stream_ordered()) st->home = &s;
   return Tensor(std::move(st), shape, contiguous_strides(shape), 0, dtype);
 }
+
+// A launch on the storage's own stream runs after every earlier user of its block and
+// before any later owner's first launch, so the storage needs no keep-alive: the host may
+// drop it at once (allocator.h). On another stream the launch keeps it until it has run,
+// and waits for the launches of the block's previous owner, if it was handed out while
+// they were queued.
+namespace {
+void use_storage(Launch& l, Stream& s, const std::shared_ptr<Storage>& st) {
+  if (st->home == &s) return;
+  const Block& b = st->block;
+  if (b.fence && b.fence != &s && b.fence->completed() < b.fence_seq) l.waits.emplace_back(b.fence, b.fence_seq);
+  l.keep.push_back(st);
+}
+}  // namespace
 
 uint64_t launch(Device& dev, LaunchSpec spec, std::span<const Tensor* const> reads,
                 std::span<const Tensor* const> writes) {
@@ -45,20 +61,23 @@ uint64_t launch(Device& dev, LaunchSpec spec, std::span<const Tensor* const> rea
   l->grain = spec.grain;
   l->bytes = spec.bytes;
   l->flops = spec.flops;
-  l->keep.reserve(reads.size() + writes.size());
   for (const Tensor* t : reads) {
     Storage* st = t->storage().get();
     if (st->writer && st->writer != &s && st->writer->completed() < st->writer_seq)
       l->waits.emplace_back(st->writer, st->writer_seq);
-    l->keep.push_back(t->storage());
+    use_storage(*l, s, t->storage());
   }
-  for (const Tensor* t : writes) l->keep.push_back(t->storage());
+  for (const Tensor* t : writes) use_storage(*l, s, t->storage());
   uint64_t id = l->id;
   if (rec) prof::on_launch(*l, dev.index(), s.id(), t0);  // before submit: `l` may be recycled after
   uint64_t seq = s.submit(l);
+  for (const Tensor* t : reads)
+    if (t->storage()->home == &s) t->storage()->last_use = seq;
   for (const Tensor* t : writes) {
-    t->storage()->writer = &s;
-    t->storage()->writer_seq = seq;
+    Storage* st = t->storage().get();
+    st->writer = &s;
+    st->writer_seq = seq;
+    if (st->home == &s) st->last_use = seq;
   }
   return id;
 }

@@ -15,7 +15,7 @@
 
 namespace opscope {
 
-Storage::~Storage() { device->allocator().free(block); }
+Storage::~Storage() { device->allocator().free(block, home, last_use); }
 
 int64_t Tensor::dim(int64_t axis) const { return shape_[normalize_axis(axis, ndim(), "dim")]; }
 

@@ -26,6 +26,11 @@ struct Storage {
   // The last launch that writes this storage; readers on other streams wait for it.
   Stream* writer = nullptr;
   uint64_t writer_seq = 0;
+  // The stream whose launches use the storage in order (the allocator is stream-ordered,
+  // see allocator.h): they need not keep it alive, and when the host drops it the block
+  // is cached fenced at `last_use`, the last of them. Null: every launch keeps it.
+  Stream* home = nullptr;
+  uint64_t last_use = 0;
 };
 
 class Tensor {

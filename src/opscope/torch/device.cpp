@@ -39,6 +39,9 @@ struct OpscopeAllocator final : c10::Allocator {
       out_of_memory(op[0] ? op : "privateuseone", e.what());
     }
     auto* st = new std::shared_ptr<Storage>(std::make_shared<Storage>(dev, b));
+    // An idle block (the host may write it at once: copies from torch, fallbacks'
+    // outputs), then used in order on this thread's stream like the runtime's own.
+    if (dev.allocator().stream_ordered()) (*st)->home = &current_stream(dev);
     void* p = (*st)->block.ptr;
     return {p, st, &delete_storage, c10::Device(c10::DeviceType::PrivateUse1, 0)};
   }
