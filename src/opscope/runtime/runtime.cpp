@@ -72,12 +72,12 @@ uint64_t launch(Device& dev, LaunchSpec spec, std::span<const Tensor* const> rea
   if (rec) prof::on_launch(*l, dev.index(), s.id(), t0);  // before submit: `l` may be recycled after
   uint64_t seq = s.submit(l);
   for (const Tensor* t : reads)
-    if (t->storage()->home == &s) t->storage()->last_use = seq;
+    if (t->storage()->home == &s) t->storage()->used_at(seq);
   for (const Tensor* t : writes) {
     Storage* st = t->storage().get();
     st->writer = &s;
     st->writer_seq = seq;
-    if (st->home == &s) st->last_use = seq;
+    if (st->home == &s) st->used_at(seq);
   }
   return id;
 }

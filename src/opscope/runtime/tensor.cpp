@@ -15,7 +15,7 @@
 
 namespace opscope {
 
-Storage::~Storage() { device->allocator().free(block, home, last_use); }
+Storage::~Storage() { device->allocator().free(block, home, last_use.load(std::memory_order_relaxed)); }
 
 int64_t Tensor::dim(int64_t axis) const { return shape_[normalize_axis(axis, ndim(), "dim")]; }
 

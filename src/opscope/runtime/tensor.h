@@ -1,6 +1,7 @@
 // Tensor: a strided view over device storage. Views share storage; ops write new
 // storage. Reading values (to_vector, item) synchronizes with the kernels that wrote it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,7 +31,12 @@ struct Storage {
   // see allocator.h): they need not keep it alive, and when the host drops it the block
   // is cached fenced at `last_use`, the last of them. Null: every launch keeps it.
   Stream* home = nullptr;
-  uint64_t last_use = 0;
+  std::atomic<uint64_t> last_use{0};  // host threads launching on one stream may race
+  void used_at(uint64_t seq) {
+    uint64_t cur = last_use.load(std::memory_order_relaxed);
+    while (cur < seq && !last_use.compare_exchange_weak(cur, seq, std::memory_order_relaxed)) {
+    }
+  }
 };
 
 class Tensor {
