@@ -81,11 +81,8 @@ template <class T> inline f32x16 load_f32x16_tail(const T* p, int64_t k, float p
 // The same; under AVX512-BF16 one vcvtneps2bf16 (the same rounding and NaN), with the bit
 // rounding only for the 16 lanes that hold a denormal, which that instruction reads as 0.
 [[gnu::always_inline]] inline u16x16 bf16_lanes(f32x16 v) {
-#if defined(__AVX512BF16__)
-  __m512i u = std::bit_cast<__m512i>(v);
-  __mmask16 denormal = _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)), u,
-                                                   _mm512_set1_epi32(0x007fffff));
-  if (denormal) [[unlikely]]
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+  if (_mm512_fpclass_ps_mask(std::bit_cast<__m512>(v), 0x20)) [[unlikely]]  // 0x20: denormal
     return bf16_lanes_on_bits(v);
   return std::bit_cast<u16x16>(_mm512_cvtneps_pbh(std::bit_cast<__m512>(v)));
 #else
