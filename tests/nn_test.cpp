@@ -1,6 +1,7 @@
 // softmax, rms_norm and layer_norm against their mathematical definitions in double.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -123,6 +124,34 @@ TEST(Softmax, StableAndMasked) {
   std::vector<float> z = softmax(from_host({1, NAN, 2, 1, 2, 3}, {2, 3})).to_float_vector();
   EXPECT_TRUE(std::isnan(z[0]) && std::isnan(z[2]));
   EXPECT_FALSE(std::isnan(z[3]));
+}
+
+TEST(Softmax, ExpAcrossItsRangeAndAllMaskedRows) {
+  // Softmax of {0, -t} is {1, e^-t} / (1 + e^-t): exercises the vectorized exp's range
+  // reduction from t = 0 to the smallest normal float (e^-87.3); each entry within 2e-6
+  // relative. Rows of 17 put some entries in the vector body and some in the tail.
+  std::vector<float> v;
+  for (int k = 0; k <= 87; ++k) {
+    for (int i = 0; i < 17; ++i) v.push_back(i == 0 ? 0.0f : -float(k) - 0.37f * float(i) / 17.0f);
+  }
+  std::vector<float> y = softmax(from_host(v, {88, 17})).to_float_vector();
+  std::vector<double> ref = softmax_ref(v, 17);
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (ref[i] < 1.2e-38) continue;  // subnormal in torch; this kernel flushes below e^-87.3 to 0
+    EXPECT_NEAR(y[i] / ref[i], 1.0, 2e-6) << "entry " << i << " x-max " << v[i];
+  }
+  // Below e^-87.3 the entry is 0 (torch: a subnormal under 1.2e-38), never negative or NaN.
+  std::vector<float> tiny = softmax(from_host({0, -88, -100, -1e30f}, {1, 4})).to_float_vector();
+  for (int i = 1; i < 4; ++i) EXPECT_TRUE(tiny[size_t(i)] >= 0.0f && tiny[size_t(i)] < 1.2e-38f) << i;
+  // A row of all -inf is NaN everywhere, as in torch (0/0); the next row is unaffected.
+  for (int64_t n : {3, 16, 37}) {
+    std::vector<float> m(size_t(2 * n), -INFINITY);
+    for (int64_t i = n; i < 2 * n; ++i) m[size_t(i)] = float(i % 5);
+    std::vector<float> z = softmax(from_host(m, {2, n})).to_float_vector();
+    for (int64_t i = 0; i < n; ++i) EXPECT_TRUE(std::isnan(z[size_t(i)])) << n << " " << i;
+    expect_close(std::vector<float>(z.begin() + n, z.end()),
+                 softmax_ref(std::vector<float>(m.begin() + n, m.end()), n), 1e-5, 1e-9, "row after -inf row");
+  }
 }
 
 TEST(Softmax, NonContiguousAnd16Bit) {
@@ -249,4 +278,48 @@ TEST(Norms, LargeOutputsStreamed) {
   Tensor hw = randn({4097}, 57, DType::bf16);
   expect_close(rms_norm(h, hw).to_float_vector(), rms_norm_ref(h.to_float_vector(), 4097, hw.to_float_vector(), 1e-6),
                8e-3, 1e-3, "large bf16 rms_norm");
+}
+
+// bf16 and f16 rows are read as f32 lanes and computed by the f32 kernels' arithmetic,
+// so each result is the f32 op on the widened input, rounded once to the dtype (torch's
+// definition for these dtypes): bit for bit, for odd row lengths (16-lane bodies and
+// tails), transposed inputs, rows with -inf and values near the dtype's largest, and
+// outputs large enough to be streamed.
+TEST(Norms, HalfRowsAreTheF32KernelRoundedOnce) {
+  auto same_bits = [](const Tensor& got, const Tensor& want, const std::string& what) {
+    std::vector<float> g = got.to_float_vector(), w = want.to_float_vector();
+    ASSERT_EQ(g.size(), w.size()) << what;
+    int bad = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      bool ok = std::isnan(w[i]) ? std::isnan(g[i]) : std::bit_cast<uint32_t>(g[i]) == std::bit_cast<uint32_t>(w[i]);
+      if (!ok && ++bad < 5) ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", want " << w[i];
+    }
+  };
+  for (DType dt : {DType::bf16, DType::f16}) {
+    float big = dt == DType::bf16 ? 3e38f : 65504.f;
+    for (int64_t n : {1, 15, 17, 33, 4097}) {
+      std::string what = std::string(dtype_name(dt)) + " rows of " + std::to_string(n);
+      std::vector<float> v = randn({6, n}, 60 + uint64_t(n), DType::f32, nullptr, 0.f, 3.f).to_float_vector();
+      v[0] = -INFINITY;  // row 0: a masked entry
+      for (int64_t i = 0; i < n; ++i) v[size_t(n + i)] = -INFINITY;  // row 1: all masked (NaN)
+      v[size_t(2 * n)] = big;  // row 2: the largest values (softmax's max, layer_norm's mean)
+      v[size_t(3 * n + n / 2)] = -big;
+      Tensor x = from_host(v, {6, n}, dt), xf = x.to(DType::f32);
+      Tensor w = randn({n}, 61, dt), b = randn({n}, 62, dt);
+      same_bits(softmax(x), softmax(xf).to(dt), "softmax " + what);
+      Tensor finite = x.slice(0, 4, 6);  // rms_norm and layer_norm of rows without inf
+      Tensor ff = finite.to(DType::f32);
+      same_bits(rms_norm(finite, w), rms_norm(ff, w.to(DType::f32)).to(dt), "rms_norm " + what);
+      same_bits(layer_norm(finite, w, b), layer_norm(ff, w.to(DType::f32), b.to(DType::f32)).to(dt),
+                "layer_norm " + what);
+      same_bits(layer_norm(finite, Tensor(), b), layer_norm(ff, Tensor(), b.to(DType::f32)).to(dt),
+                "layer_norm, bias only, " + what);
+    }
+    Tensor t = randn({33, 17}, 63, dt).transpose(0, 1);  // rows of 33 at stride 17
+    Tensor tf = t.to(DType::f32);
+    same_bits(softmax(t), softmax(tf).to(dt), "transposed softmax " + std::string(dtype_name(dt)));
+    same_bits(rms_norm(t, Tensor()), rms_norm(tf, Tensor()).to(dt), "transposed rms_norm " + std::string(dtype_name(dt)));
+    Tensor large = randn({1040, 4100}, 64, dt);  // 8 MiB and more: streamed, rows 8-byte aligned only
+    same_bits(softmax(large), softmax(large.to(DType::f32)).to(dt), "large softmax " + std::string(dtype_name(dt)));
+  }
 }

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <vector>
+#include <cstring>
+#include <new>
 
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/reduce.h"
 #include "opscope/kernels/cpu/stream_store.h"
+#include "opscope/kernels/cpu/vec_math.inc"
 
 namespace opscope::cpu_kernels {
 
@@ -18,95 +20,140 @@ namespace {
 constexpr int64_t kMinElemsPerCore = int64_t(1) << 14;
 constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an outer axis
 
-// e^x for x <= 88, written without calls or branches so that loops over it vectorize
-// (std::exp does not without -ffast-math). Cephes' expf: 2^n * e^r with |r| <= ln2/2,
-// about 1 ulp; below -87.3 it returns 0 (softmax's x - max: -inf and tiny terms vanish).
-inline float exp_f32(float x) {
+// ---- e^x, 16 lanes at a time: Cephes' expf as ofs_exp (vec_math.inc) computes it, 2^n *
+// e^r with n = round(x / ln2) and |r| <= ln2/2, about 1 ulp. Under AVX-512 the rounding,
+// the scaling by 2^n and the clamps are one instruction each (roundscale, scalef, max,
+// min) where GCC 12 makes two to four of each from the portable form below them ----
+[[gnu::always_inline]] inline f32x16 splat16(float v) { return f32x16{} + v; }
+
+// x rounded to the nearest integer (ties to even), per lane; |x| < 2^22.
+[[gnu::always_inline]] inline f32x16 round16(f32x16 x) {
+#if defined(__AVX512F__)
+  // maskz: GCC 12 warns of the plain intrinsics' undefined operand (also below)
+  return std::bit_cast<f32x16>(
+      _mm512_maskz_roundscale_ps(0xffff, std::bit_cast<__m512>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
   constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  float xc = std::min(std::max(x, -87.3f), 88.0f);  // NaN passes through both
-  float t = xc * 1.44269504088896341f + kShift;
-  float n = t - kShift;
-  int32_t ni = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kShift);
-  float r = xc - n * 0.693359375f;
+  return (x + kShift) - kShift;
+#endif
+}
+
+// p * 2^n per lane, n integral in [-217, 129]: denormal and overflowing results too.
+[[gnu::always_inline]] inline f32x16 scale16(f32x16 p, f32x16 n) {
+#if defined(__AVX512F__)
+  return std::bit_cast<f32x16>(_mm512_maskz_scalef_ps(0xffff, std::bit_cast<__m512>(p), std::bit_cast<__m512>(n)));
+#else
+  i32x16 ni = __builtin_convertvector(n, i32x16), n1 = ni >> 1, n2 = ni - n1;  // two steps: 2^n alone may not be a float
+  return p * std::bit_cast<f32x16>((n1 + 127) << 23) * std::bit_cast<f32x16>((n2 + 127) << 23);
+#endif
+}
+
+// x clamped to [lo, hi] per lane, NaN passing: vmaxps and vminps under AVX-512 (GCC 12
+// makes a compare and a blend of each ?:, on the exp's critical path).
+[[gnu::always_inline]] inline f32x16 clamp16(f32x16 x, float lo, float hi) {
+#if defined(__AVX512F__)
+  __m512 v = _mm512_maskz_max_ps(0xffff, _mm512_set1_ps(lo), std::bit_cast<__m512>(x));  // NaN: the second operand
+  return std::bit_cast<f32x16>(_mm512_maskz_min_ps(0xffff, _mm512_set1_ps(hi), v));
+#else
+  x = lo > x ? splat16(lo) : x;
+  return hi < x ? splat16(hi) : x;
+#endif
+}
+
+// e^x per lane: e^-inf = 0, e^x = inf above 88.7, NaN stays NaN, denormal results below
+// -87.3.
+[[gnu::always_inline]] inline f32x16 exp16(f32x16 x) {
+  x = clamp16(x, -150.0f, 89.0f);
+  f32x16 n = round16(x * 1.44269504088896341f);
+  f32x16 r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
+  f32x16 p = splat16(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  float scale = std::bit_cast<float>((ni + 127) << 23);
-  return x < -87.3f ? 0.0f : p * scale;
+  p = p * (r * r) + r + 1.0f;
+  return scale16(p, n);
 }
 
-// y[i] = f(i) rounded to T, streamed when asked (stream_store.h).
-template <class T, class F> inline void write_row(T* __restrict y, int64_t n, bool stream, F&& f) {
-  write_elements(y, n, stream, [&](int64_t i) { return from_f32<T>(f(i)); });
+// y[i] = g(the lanes of each source row at i) for i < n: 16 lanes at a time in f32, each
+// source read as f32 and the result stored as T (half_rows.h), streamed when asked; the
+// tail as one more 16 lanes, padded.
+template <class T, class G, class... S> inline void map_row(T* y, int64_t n, bool stream, G&& g, const S*... src) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store_f32x16(y + i, g(load_f32x16(src + i)...), stream);
+  if (i == n) return;
+  f32x16 v = g(load_f32x16_tail(src + i, n - i, 0.0f)...);
+  for (int64_t j = 0; i + j < n; ++j) y[i + j] = from_f32<T>(v[j]);
 }
 
-// ---- f16 rows: each converted into an f32 buffer (half_rows.h), the f32 kernel run on
-// it, and the result converted back ----
-// Runs row(xf, yf), an f32 kernel over one row, for each f16 row r in [b, e) of x into y.
-// The callers' rows are noinline lambdas: inlined here, the f32 kernel ran out of registers
-// and reloaded its pointers from the stack at every step (layer_norm 32x4096: 50 -> 29 us).
-template <class Row> void f16_rows_as_f32(const f16_t* x, f16_t* y, int64_t b, int64_t e, int64_t n, bool stream,
-                                          Row&& row) {
-  std::vector<float> buf(static_cast<size_t>(2 * n));
-  float* xf = buf.data();
-  float* yf = xf + n;
-  for (int64_t r = b; r < e; ++r) {
-    f16_row_to_f32(x + r * n, xf, n);
-    row(xf, yf);
-    f32_row_to_f16(yf, y + r * n, n, stream);
+// An f32 row of n, 64-byte aligned: this thread's, grown and never shrunk, so that the
+// launches on a core reuse one allocation rather than make one per call. A caller holds
+// it until it returns and calls no other user of it meanwhile.
+float* thread_row(int64_t n) {
+  struct Buffer {
+    float* p = nullptr;
+    int64_t n = 0;
+    ~Buffer() { ::operator delete(p, std::align_val_t(64)); }
+  };
+  thread_local Buffer buf;
+  if (n > buf.n) {
+    ::operator delete(buf.p, std::align_val_t(64));
+    buf.p = nullptr;  // (should the allocation below throw)
+    buf.n = 0;
+    buf.p = static_cast<float*>(::operator new(size_t(n) * sizeof(float), std::align_val_t(64)));
+    buf.n = n;
   }
-  end_stream(stream);
-}
-
-// An optional f16 parameter row (weight, bias) as f32: empty when absent.
-std::vector<float> f16_param_as_f32(const f16_t* p, int64_t n) {
-  std::vector<float> v(p ? static_cast<size_t>(n) : 0);
-  if (p) f16_row_to_f32(p, v.data(), n);
-  return v;
+  return buf.p;
 }
 
 int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kMinElemsPerCore / std::max<int64_t>(n, 1)); }
 
-// ---- softmax: max, then e^(x-max) into an f32 row (L1/L2-resident) and its sum, then
-// write e/sum ----
-// `scratch`: an f32 row to use (else one is allocated), for callers that run one row at a time.
-template <class T>
-void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int64_t n, bool stream, float* scratch = nullptr) {
-  if constexpr (std::is_same_v<T, f16_t>) {
-    std::vector<float> row(static_cast<size_t>(n));
-    float* t = row.data();
-    return f16_rows_as_f32(x, y, b, e, n, stream,
-                           [n, t](const float* xf, float* yf) __attribute__((noinline)) {
-                             softmax_rows<float>(xf, yf, 0, 1, n, false, t);
-                           });
-  }
-  std::vector<float> row(scratch ? 0 : static_cast<size_t>(n));
-  float* __restrict t = scratch ? scratch : row.data();
-  for (int64_t r = b; r < e; ++r) {
-    const T* __restrict xr = x + r * n;
-    float m = row_extreme<true, float>(xr, n);
-    float acc[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-      for (int j = 0; j < kLanes; ++j) {
-        float v = exp_f32(to_f32(xr[i + j]) - m);
-        t[i + j] = v;
-        acc[j] += v;
-      }
-    float s = 0;
-    for (; i < n; ++i) {
-      float v = exp_f32(to_f32(xr[i]) - m);
-      t[i] = v;
-      s += v;
+// ---- softmax: the max (x from memory), then e^(x-max) into an f32 row t and its sum in
+// one pass, then y = t / sum; the later passes find the row in L1/L2. bf16 and f16 are
+// read and written as f32 lanes (half_rows.h) in the same passes ----
+// Asks for the line at p in L2: the next row, fetched while this one computes from L1, so
+// that its max pass does not wait on memory with the core idle (f32 1024x4096: 700-740 ->
+// 570-580 us here; no gain measured for the halves or the norms, which compute less).
+template <class T> [[gnu::always_inline]] inline void prefetch_l2(const T* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+}
+
+// t[i] = e^(x[i] - m), returning their sum. The tail is 16 lanes padded with -inf (e^-inf
+// adds 0). `next`: a row of n to prefetch meanwhile, or null.
+template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const T* next) {
+  f32x16 a0 = {}, a1 = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (next) {  // the 32 elements' lines (two f32 lines, one of halves)
+      prefetch_l2(next + i);
+      prefetch_l2(next + i + 16);
     }
-    for (int j = 0; j < kLanes; ++j) s += acc[j];
-    float inv = 1.0f / s;
-    write_row(y + r * n, n, stream, [&](int64_t k) { return t[k] * inv; });
+    f32x16 e0 = exp16(load_f32x16(x + i) - m), e1 = exp16(load_f32x16(x + i + 16) - m);
+    store_f32x16(t + i, e0, false);
+    store_f32x16(t + i + 16, e1, false);
+    a0 += e0;
+    a1 += e1;
+  }
+  for (; i < n; i += 16) {
+    int64_t k = std::min<int64_t>(16, n - i);
+    f32x16 e = exp16(load_f32x16_tail(x + i, k, -INFINITY) - m);
+    std::memcpy(t + i, &e, size_t(k) * sizeof(float));
+    a0 += e;
+  }
+  a0 += a1;
+  float s = 0;
+  for (int j = 0; j < 16; ++j) s += a0[j];
+  return s;
+}
+
+template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int64_t n, bool stream) {
+  float* t = thread_row(n);
+  for (int64_t r = b; r < e; ++r) {
+    const T* xr = x + r * n;
+    float inv = 1.0f / exp_shifted_row(xr, t, n, row_extreme<true, float>(xr, n), r + 1 < e ? xr + n : nullptr);
+    map_row(y + r * n, n, stream, [inv](f32x16 v) { return v * inv; }, t);
   }
   end_stream(stream);
 }
@@ -121,30 +168,20 @@ template <class T> void softmax_cols(const T* x, T* y, int64_t R, int64_t K1, in
       m[j] = better<true>(v, m[j]) ? v : m[j];
     }
   for (int64_t r = 0; r < R; ++r)
-    for (int64_t j = 0; j < c; ++j) s[j] += exp_f32(to_f32(x[r * K1 + j]) - m[j]);
+    for (int64_t j = 0; j < c; ++j) s[j] += ofs_exp(to_f32(x[r * K1 + j]) - m[j]);
   for (int64_t j = 0; j < c; ++j) s[j] = 1.0f / s[j];
   for (int64_t r = 0; r < R; ++r)
-    for (int64_t j = 0; j < c; ++j) y[r * K1 + j] = from_f32<T>(exp_f32(to_f32(x[r * K1 + j]) - m[j]) * s[j]);
+    for (int64_t j = 0; j < c; ++j) y[r * K1 + j] = from_f32<T>(ofs_exp(to_f32(x[r * K1 + j]) - m[j]) * s[j]);
 }
 
 // ---- rms_norm: one pass for the sum of squares, one to write (the row stays in L1/L2) ----
 template <class T, bool kWeight>
 void rms_norm_rows(const T* x, const T* w, T* y, int64_t b, int64_t e, int64_t n, float eps, bool stream) {
-  if constexpr (std::is_same_v<T, f16_t>) {
-    std::vector<float> wf = f16_param_as_f32(w, n);
-    const float* wp = wf.data();
-    return f16_rows_as_f32(x, y, b, e, n, stream, [=](const float* xf, float* yf) __attribute__((noinline)) {
-      rms_norm_rows<float, kWeight>(xf, wp, yf, 0, 1, n, eps, false);
-    });
-  }
   for (int64_t r = b; r < e; ++r) {
-    const T* __restrict xr = x + r * n;
+    const T* xr = x + r * n;
     float inv = 1.0f / std::sqrt(row_sumsq(xr, n) / float(n) + eps);
-    write_row(y + r * n, n, stream, [&](int64_t i) {
-      float v = to_f32(xr[i]) * inv;
-      if constexpr (kWeight) v *= to_f32(w[i]);
-      return v;
-    });
+    if constexpr (kWeight) map_row(y + r * n, n, stream, [inv](f32x16 v, f32x16 g) { return v * inv * g; }, xr, w);
+    else map_row(y + r * n, n, stream, [inv](f32x16 v) { return v * inv; }, xr);
   }
   end_stream(stream);
 }
@@ -153,23 +190,17 @@ void rms_norm_rows(const T* x, const T* w, T* y, int64_t b, int64_t e, int64_t n
 template <class T, bool kWeight, bool kBias>
 void layer_norm_rows(const T* x, const T* w, const T* bias, T* y, int64_t b, int64_t e, int64_t n, float eps,
                      bool stream) {
-  if constexpr (std::is_same_v<T, f16_t>) {
-    std::vector<float> wf = f16_param_as_f32(w, n), bf = f16_param_as_f32(bias, n);
-    const float *wp = wf.data(), *bp = bf.data();
-    return f16_rows_as_f32(x, y, b, e, n, stream, [=](const float* xf, float* yf) __attribute__((noinline)) {
-      layer_norm_rows<float, kWeight, kBias>(xf, wp, bp, yf, 0, 1, n, eps, false);
-    });
-  }
   for (int64_t r = b; r < e; ++r) {
-    const T* __restrict xr = x + r * n;
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
     float mu = row_sum<float>(xr, n) / float(n);
     float inv = 1.0f / std::sqrt(row_sqdev(xr, n, mu) / float(n) + eps);
-    write_row(y + r * n, n, stream, [&](int64_t i) {
-      float v = (to_f32(xr[i]) - mu) * inv;
-      if constexpr (kWeight) v *= to_f32(w[i]);
-      if constexpr (kBias) v += to_f32(bias[i]);
-      return v;
-    });
+    auto norm = [mu, inv](f32x16 v) { return (v - mu) * inv; };
+    if constexpr (kWeight && kBias)
+      map_row(yr, n, stream, [norm](f32x16 v, f32x16 g, f32x16 c) { return norm(v) * g + c; }, xr, w, bias);
+    else if constexpr (kWeight) map_row(yr, n, stream, [norm](f32x16 v, f32x16 g) { return norm(v) * g; }, xr, w);
+    else if constexpr (kBias) map_row(yr, n, stream, [norm](f32x16 v, f32x16 c) { return norm(v) + c; }, xr, bias);
+    else map_row(yr, n, stream, norm, xr);
   }
   end_stream(stream);
 }

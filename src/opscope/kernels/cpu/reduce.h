@@ -5,11 +5,13 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string_view>
 #include <type_traits>
 
 #include "opscope/core/dtype.h"
+#include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/runtime/launch.h"
 #include "opscope/runtime/tensor.h"
 
@@ -41,38 +43,7 @@ template <class Acc, class T> [[gnu::always_inline]] inline Acc load_as(T v) {
 // 16-lane vectors, f(u) added per lane. As an array, GCC 12 kept them in memory inside the
 // kernels, and each step waited on a store and a reload (32x4096 rms_norm: 19.5 us
 // against 13 us for the compiled kernel's same loop). The lanes are those of the array
-// form, summed in the same order.
-using f32x16 = float __attribute__((vector_size(64)));
-template <class T> constexpr bool kFloatRow =
-    std::is_same_v<T, float> || std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>;
-
-// 16 elements from p, as f32.
-template <class T> [[gnu::always_inline]] inline f32x16 load_f32x16(const T* p) {
-  f32x16 v;
-  if constexpr (std::is_same_v<T, float>) {
-    __builtin_memcpy(&v, p, sizeof v);
-  } else if constexpr (std::is_same_v<T, bf16_t>) {  // bf16 is the high half of an f32
-    using u16x16 = uint16_t __attribute__((vector_size(32)));
-    using u32x16 = uint32_t __attribute__((vector_size(64)));
-    u16x16 h;
-    __builtin_memcpy(&h, p, sizeof h);
-    u32x16 w = __builtin_convertvector(h, u32x16) << 16;
-    __builtin_memcpy(&v, &w, sizeof v);
-  } else {  // f16: GCC 12 turns __builtin_convertvector into 16 scalar converts
-#if defined(__AVX512F__)  // maskz: GCC 12 warns of _mm512_cvtph_ps's undefined operand
-    __m512 w = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    __builtin_memcpy(&v, &w, sizeof v);
-#elif defined(__F16C__)
-    __m256 w[2] = {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
-                   _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
-    __builtin_memcpy(&v, w, sizeof v);
-#else
-    for (int j = 0; j < 16; ++j) v[j] = f16_to_f32(p[j]);
-#endif
-  }
-  return v;
-}
-
+// form, summed in the same order. (f32x16 and load_f32x16: half_rows.h.)
 template <class T, class F> inline float row_lanes(const T* x, int64_t n, F f) {
   static_assert(kLanes == 32);
   f32x16 a0 = {}, a1 = {};
@@ -147,27 +118,32 @@ template <bool kMax, class A> inline bool better(A v, A m) {
   if constexpr (kMax) return v > m || v != v;
   else return v < m || v != v;
 }
-// The same per lane of two f32 vectors, as a lane mask.
-template <bool kMax> [[gnu::always_inline]] inline auto better_lanes(f32x16 v, f32x16 m) {
-  if constexpr (kMax) return (v > m) | (v != v);
-  else return (v < m) | (v != v);
+// m or v per lane, whichever is better (NaN aside: the callers track it apart).
+template <bool kMax> [[gnu::always_inline]] inline f32x16 better_of_lanes(f32x16 v, f32x16 m) {
+  if constexpr (kMax) return v > m ? v : m;
+  else return v < m ? v : m;
 }
 
 // Largest (smallest) value of x[0..n), n >= 1.
 template <bool kMax, class Acc, class T> inline Acc row_extreme(const T* x, int64_t n) {
-  if constexpr (kFloatRow<T> && std::is_same_v<Acc, float>) {  // the lanes below, as two vectors
+  if constexpr (kFloatRow<T> && std::is_same_v<Acc, float>) {
+    // the lanes below, as two vectors; NaN is noted off the chains of selects, so that each
+    // step waits on one compare-and-select (the max of 4096 f32 from L2: 370 -> 230 ns here)
     f32x16 m0 = {}, m1;
     m0 += to_f32(x[0]);
     m1 = m0;
+    i32x16 nan = {};
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes) {
       f32x16 v0 = load_f32x16(x + i), v1 = load_f32x16(x + i + 16);
-      m0 = better_lanes<kMax>(v0, m0) ? v0 : m0;
-      m1 = better_lanes<kMax>(v1, m1) ? v1 : m1;
+      m0 = better_of_lanes<kMax>(v0, m0);
+      m1 = better_of_lanes<kMax>(v1, m1);
+      nan |= (v0 != v0) | (v1 != v1);
     }
     float r = m0[0];
     for (int j = 1; j < 16; ++j) r = better<kMax>(m0[j], r) ? m0[j] : r;
     for (int j = 0; j < 16; ++j) r = better<kMax>(m1[j], r) ? m1[j] : r;
+    for (int j = 0; j < 16; ++j) r = nan[j] ? std::numeric_limits<float>::quiet_NaN() : r;
     for (; i < n; ++i) {
       float v = to_f32(x[i]);
       r = better<kMax>(v, r) ? v : r;
