@@ -127,6 +127,15 @@ TEST(Conv2d, Depthwise) {
   check_conv({1, 3, 8, 8, 6, 3, 3, {1, 2}, {0, 1}, {2, 1}, 3});           // channel multiplier 2, dilation
   check_conv({2, 5, 7, 6, 10, 3, 3, {1, 1}, {2, 1}, {2, 1}, 5});          // stride 1: the padded-plane path
   check_conv({1, 4, 3, 5, 4, 5, 5, {1, 1}, {2, 2}, {1, 1}, 4, false});    // a window larger than the plane
+  // Strides split the padded plane into phases: stride 3, stride 2 with dilation 2 (taps in
+  // one phase at two offsets), rows and columns strided differently, odd planes.
+  check_conv({1, 3, 13, 11, 3, 3, 3, {3, 3}, {1, 1}, {1, 1}, 3});
+  check_conv({2, 4, 15, 14, 4, 5, 5, {2, 2}, {4, 4}, {2, 2}, 4});
+  check_conv({1, 5, 9, 12, 10, 3, 5, {2, 1}, {1, 2}, {1, 1}, 5, false});
+  check_conv({1, 672, 14, 14, 672, 5, 5, {2, 2}, {2, 2}, {1, 1}, 672});  // EfficientNet's
+  // Strided with output rows of 32 or more: a row at a time.
+  check_conv({1, 3, 70, 67, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 3});
+  check_conv({1, 2, 9, 40, 4, 3, 3, {2, 1}, {1, 1}, {1, 2}, 2, false});
 }
 
 // More channels and pixels than one block of the im2col kernel: 130 output channels are
