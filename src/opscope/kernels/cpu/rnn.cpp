@@ -13,19 +13,16 @@ namespace {
 
 constexpr int64_t kMinElemsPerCore = int64_t(1) << 14;
 
-inline float sigmoid(float x) { return ofs_sigmoid(x); }
-inline float tanh_(float x) { return ofs_tanh(x); }
-
 // One batch row of the LSTM cell: gates i, f, g, o in xb / rb (4H each), c updated in place.
 // A function of its own: inside the kernel's lambda GCC 12 did not vectorize this loop.
 void lstm_row(const float* __restrict xb, const float* __restrict rb, float* __restrict cb, float* __restrict ob,
               int64_t H) {
   for (int64_t j = 0; j < H; ++j) {
-    float i = sigmoid(xb[j] + rb[j]), f = sigmoid(xb[H + j] + rb[H + j]);
-    float g = tanh_(xb[2 * H + j] + rb[2 * H + j]), o = sigmoid(xb[3 * H + j] + rb[3 * H + j]);
+    float i = ofs_sigmoid(xb[j] + rb[j]), f = ofs_sigmoid(xb[H + j] + rb[H + j]);
+    float g = ofs_tanh(xb[2 * H + j] + rb[2 * H + j]), o = ofs_sigmoid(xb[3 * H + j] + rb[3 * H + j]);
     float cn = f * cb[j] + i * g;
     cb[j] = cn;
-    ob[j] = o * tanh_(cn);
+    ob[j] = o * ofs_tanh(cn);
   }
 }
 
@@ -71,13 +68,13 @@ LaunchSpec rnn_cell_spec(RnnCell kind, const Tensor& xp, const Tensor& hp, const
           break;
         case RnnCell::gru:
           for (int64_t j = 0; j < H; ++j) {
-            float rg = sigmoid(xb[j] + rb[j] + bh[j]), z = sigmoid(xb[H + j] + rb[H + j] + bh[H + j]);
-            float n = tanh_(xb[2 * H + j] + rg * (rb[2 * H + j] + bh[2 * H + j]));
+            float rg = ofs_sigmoid(xb[j] + rb[j] + bh[j]), z = ofs_sigmoid(xb[H + j] + rb[H + j] + bh[H + j]);
+            float n = ofs_tanh(xb[2 * H + j] + rg * (rb[2 * H + j] + bh[2 * H + j]));
             ob[j] = (1.0f - z) * n + z * hb[j];
           }
           break;
         case RnnCell::tanh:
-          for (int64_t j = 0; j < H; ++j) ob[j] = tanh_(xb[j] + rb[j]);
+          for (int64_t j = 0; j < H; ++j) ob[j] = ofs_tanh(xb[j] + rb[j]);
           break;
         case RnnCell::relu:
           for (int64_t j = 0; j < H; ++j) ob[j] = std::max(xb[j] + rb[j], 0.0f);
