@@ -26,7 +26,12 @@ def main():
     a = ap.parse_args()
     if a.calls < 1:
         raise SystemExit("[--calls] must be >= 1")
-    rows, cols = (int(v) for v in a.shape.split("x"))
+    try:
+        rows, cols = (int(v) for v in a.shape.split("x"))
+    except ValueError:
+        raise SystemExit(f"[--shape] expected ROWSxCOLS such as 1024x4096, got {a.shape!r}")
+    if rows < 1 or cols < 1:
+        raise SystemExit(f"[--shape] rows and columns must be >= 1, got {a.shape!r}")
     dev = opscope.device()
     x = torch.randn(rows, cols).to(dev)
     w, b = torch.ones(cols).to(dev), torch.zeros(cols).to(dev)

@@ -35,21 +35,12 @@ def _tv(name, size, fixed=False, **kw):
     return build
 
 
-def _tv_segmentation(name, size):
+def _tv_task(task, name, size, make_input):
+    """torchvision.models.<task>.<name> without pretrained weights, on make_input(side)."""
     def build(quick):
         import torchvision
-        m = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
-        s = size // 2 if quick else size
-        return m, (torch.randn(1, 3, s, s),)
-    return build
-
-
-def _tv_detection(name, size):
-    def build(quick):
-        import torchvision
-        m = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None)
-        s = size // 2 if quick else size
-        return m, ([torch.rand(3, s, s)],)
+        m = getattr(getattr(torchvision.models, task), name)(weights=None, weights_backbone=None)
+        return m, make_input(size // 2 if quick else size)
     return build
 
 
@@ -115,8 +106,10 @@ MODELS = {
     "swin_t": ("classification", _tv("swin_t", 224)),
     "shufflenet_v2_x1_0": ("classification", _tv("shufflenet_v2_x1_0", 224)),
     "vit_b_16": ("classification", _tv("vit_b_16", 224, fixed=True)),
-    "deeplabv3_mobilenet_v3_large": ("segmentation", _tv_segmentation("deeplabv3_mobilenet_v3_large", 224)),
-    "fasterrcnn_mobilenet_v3_large_320_fpn": ("detection", _tv_detection("fasterrcnn_mobilenet_v3_large_320_fpn", 320)),
+    "deeplabv3_mobilenet_v3_large": ("segmentation", _tv_task("segmentation", "deeplabv3_mobilenet_v3_large", 224,
+                                                     lambda s: (torch.randn(1, 3, s, s),))),
+    "fasterrcnn_mobilenet_v3_large_320_fpn": ("detection", _tv_task("detection", "fasterrcnn_mobilenet_v3_large_320_fpn", 320,
+                                                            lambda s: ([torch.rand(3, s, s)],))),
     "r3d_18": ("video", _tv_video("r3d_18", 8, 112)),
     "wav2vec2_base": ("audio", _wav2vec2("wav2vec2_base")),
     "hubert_base": ("audio", _wav2vec2("hubert_base")),
@@ -205,6 +198,10 @@ def main():
     ap.add_argument("--torch-threads", type=int, default=os.cpu_count(),
                     help="torch CPU's intra-op threads (default: all hardware threads, as opscope's cores)")
     args = ap.parse_args()
+    if args.reps < 1:
+        sys.exit(f"[torch_models] --reps must be >= 1, got {args.reps}")
+    if args.torch_threads < 1:
+        sys.exit(f"[torch_models] --torch-threads must be >= 1, got {args.torch_threads}")
     names = [n for n in args.only.split(",") if n] or list(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
