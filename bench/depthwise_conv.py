@@ -8,6 +8,8 @@ import argparse
 import os
 import time
 
+import torch_peer  # noqa: F401  (first: how torch's OpenBLAS threads, before torch loads it)
+
 import torch
 import torch.nn.functional as F
 

@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+import torch_peer  # noqa: F401  (first: how torch's OpenBLAS threads, before torch loads it)
+
 import torch
 
 import opscope

@@ -8,6 +8,8 @@ import os
 import time
 import warnings
 
+import torch_peer  # noqa: F401  (first: how torch's OpenBLAS threads, before torch loads it)
+
 import torch
 import torch.nn.functional as F
 

@@ -6,7 +6,8 @@ what fell back to torch's CPU kernels, and the geometric mean of the ratios.
         [--reps 5] [--torch-threads 2]
 
 Random weights, eval, no_grad. torch CPU runs with as many threads as opscope's device has
-cores (--torch-threads, default: all hardware threads): Debian's torch picks 1 by default.
+cores (--torch-threads, default: all hardware threads): Debian's torch picks 1 by default;
+its OpenBLAS with one thread, its faster setting here (torch_peer.py).
 """
 import argparse
 import copy
@@ -16,6 +17,8 @@ import statistics
 import sys
 import time
 import warnings
+
+import torch_peer  # noqa: F401  (first: how torch's OpenBLAS threads, before torch loads it)
 
 import torch
 

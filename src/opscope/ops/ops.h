@@ -135,14 +135,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 
 // ---- linear algebra ----
 // 2-d @ 2-d, batched (..., M, K) @ (..., K, N) with broadcast batch dims, and 1-d
-// operands as in numpy. f32 through OpenBLAS; bf16/f16 converted to f32 and back.
+// operands as in numpy. f32 through oneDNN's sgemm; bf16/f16 converted to f32 and back.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- convolution and pooling, NCHW; a Size2 is (h, w) ----
 using Size2 = std::array<int64_t, 2>;
 // Cross-correlation as torch's conv2d: x (N, C, H, W), weight (OC, C / groups, KH, KW) and
 // bias (OC) or undefined give (N, OC, OH, OW), OH = (H + 2 padding - dilation (KH - 1) - 1)
-// / stride + 1. f32 on the CPU device's cores (im2col + OpenBLAS; 1x1 and depthwise windows
+// / stride + 1. f32 on the CPU device's cores (im2col + sgemm; 1x1 and depthwise windows
 // have their own kernels), bf16/f16 computed in f32 and rounded once; on CUDA, im2col +
 // cuBLAS.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Size2 stride = {1, 1},

@@ -1,6 +1,5 @@
 #include "opscope/kernels/cpu/conv.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "opscope/kernels/cpu/matmul.h"
+#include "opscope/kernels/cpu/sgemm.h"
 
 namespace opscope::cpu_kernels {
 
@@ -103,7 +102,6 @@ void add_bias(float* c, int64_t ldc, const float* bias, int64_t rows, int64_t co
 // block fastest, so that a core's consecutive units share the columns.
 LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
                           const Window2d& g) {
-  blas_single_threaded();
   const int64_t K = g.k(), P = g.pixels(), OCg = g.ocg();
   const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
   const int64_t PB = pixel_block(K, P);
@@ -144,8 +142,7 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
       }
       int64_t oc0 = grp * OCg + o0;
       float* c = op + (n * g.oc + oc0) * P + p0;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(o1 - o0), int(p1 - p0), int(K), 1.0f, wp + oc0 * K,
-                  int(K), b_mat, int(ldb), 0.0f, c, int(P));
+      sgemm("conv2d", false, false, o1 - o0, p1 - p0, K, wp + oc0 * K, K, b_mat, ldb, 0.0f, c, P);
       if (bp) add_bias(c, P, bp + oc0, o1 - o0, p1 - p0);
     }
   };

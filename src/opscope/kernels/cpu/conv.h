@@ -2,7 +2,7 @@
 //  conv2d_f32            im2col + sgemm: a work unit writes the columns of a block of
 //                        output pixels (K = C/groups x KH x KW rows) into its core's buffer
 //                        (about half of L2) and multiplies a block of output channels with them
-//                        (OpenBLAS, single-threaded as in matmul); the next unit of the same
+//                        (sgemm.h, on that core alone); the next unit of the same
 //                        pixel block reuses the columns.
 //  conv2d_1x1_f32        a 1x1 window, stride 1, no padding: the input planes are already
 //                        the columns, so sgemm reads them in place.

@@ -1,13 +1,12 @@
 #include "opscope/kernels/cpu/conv_nd.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <vector>
 
-#include "opscope/kernels/cpu/matmul.h"
+#include "opscope/kernels/cpu/sgemm.h"
 
 namespace opscope::cpu_kernels {
 
@@ -66,7 +65,6 @@ void im2col_3d(const float* xg, const ConvGeometry& g, const std::vector<int64_t
 
 LaunchSpec conv3d_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
                        const ConvGeometry& g) {
-  blas_single_threaded();
   const int64_t K = g.cg() * g.taps(), P = g.out_pixels(), OCg = g.ocg();
   int64_t target = std::max(kMinPixels, kColsBytes / int64_t(sizeof(float)) / std::max<int64_t>(K, 1));
   int64_t nblocks = (P + target - 1) / target;
@@ -100,8 +98,7 @@ LaunchSpec conv3d_spec(const Tensor& out, const Tensor& x, const Tensor& weight,
       if (key != held.second) im2col_3d(xg, g, lo, hi, p0, p1, cols), held.second = key;
       int64_t oc0 = grp * OCg + o0;
       float* c = op + (n * g.oc + oc0) * P + p0;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(o1 - o0), int(p1 - p0), int(K), 1.0f, wp + oc0 * K,
-                  int(K), cols, int(p1 - p0), 0.0f, c, int(P));
+      sgemm("convolution", false, false, o1 - o0, p1 - p0, K, wp + oc0 * K, K, cols, p1 - p0, 0.0f, c, P);
       if (bp)
         for (int64_t o = 0; o < o1 - o0; ++o)
           for (int64_t j = 0; j < p1 - p0; ++j) c[o * P + j] += bp[oc0 + o];
@@ -112,7 +109,6 @@ LaunchSpec conv3d_spec(const Tensor& out, const Tensor& x, const Tensor& weight,
 
 LaunchSpec conv_transpose_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
                                const ConvGeometry& g) {
-  blas_single_threaded();
   const int64_t taps = g.taps(), IP = g.in_pixels(), OP = g.out_pixels(), Cg = g.cg(), OCg = g.ocg();
   // Output channels per unit: their columns (ocb * taps rows of IP) fill about the buffer.
   const int64_t ocb = std::clamp<int64_t>(kColsBytes / int64_t(sizeof(float)) / std::max<int64_t>(taps * IP, 1), 1, OCg);
@@ -135,8 +131,7 @@ LaunchSpec conv_transpose_spec(const Tensor& out, const Tensor& x, const Tensor&
       // cols (rows x IP) = W_g[:, o0:o1]^T (rows x Cg) @ x_g (Cg x IP); W_g is (Cg, OCg * taps).
       const float* wg = wp + grp * Cg * OCg * taps + o0 * taps;
       const float* xg = xp + (n * g.c + grp * Cg) * IP;
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(rows), int(IP), int(Cg), 1.0f, wg, int(OCg * taps), xg,
-                  int(IP), 0.0f, cols, int(IP));
+      sgemm("conv_transpose", true, false, rows, IP, Cg, wg, OCg * taps, xg, IP, 0.0f, cols, IP);
       for (int64_t o = o0; o < o1; ++o) {
         int64_t oc = grp * OCg + o;
         float* y = op + (n * g.oc + oc) * OP;

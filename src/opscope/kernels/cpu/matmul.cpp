@@ -1,14 +1,13 @@
 #include "opscope/kernels/cpu/matmul.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
 #include <vector>
 
 #include "opscope/kernels/cpu/gemv.h"
 #include "opscope/kernels/cpu/half_rows.h"
+#include "opscope/kernels/cpu/sgemm.h"
 
 namespace opscope::cpu_kernels {
 
@@ -20,16 +19,16 @@ constexpr int64_t kMinFlopsPerCore = int64_t(1) << 21;  // below this a second c
 // How sgemm sees a matrix whose element (i, j) is at i * s_r + j * s_c.
 struct Layout {
   bool ok = false;
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  bool trans = false;
   int64_t ld = 1;
 };
 
 Layout layout_of(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
   // Size-1 dims have meaningless strides; ld only has to satisfy BLAS's lower bound there.
   if ((cols == 1 || s_c == 1) && (rows == 1 || s_r >= std::max<int64_t>(cols, 1)))
-    return {true, CblasNoTrans, rows == 1 ? std::max<int64_t>(cols, 1) : s_r};
+    return {true, false, rows == 1 ? std::max<int64_t>(cols, 1) : s_r};
   if ((rows == 1 || s_r == 1) && (cols == 1 || s_c >= std::max<int64_t>(rows, 1)))
-    return {true, CblasTrans, cols == 1 ? std::max<int64_t>(rows, 1) : s_c};
+    return {true, true, cols == 1 ? std::max<int64_t>(rows, 1) : s_c};
   return {};
 }
 
@@ -77,22 +76,15 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
   float* fb = fa + m * k;
   float* fc = fb + k * n;
   bool ta = to_f32_matrix(a, m, k, fa), tb = to_f32_matrix(b, k, n, fb);
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0f, fa, int(ta ? m : k), fb, int(tb ? k : n), 0.0f, fc, int(n));
+  sgemm("matmul", ta, tb, m, n, k, fa, ta ? m : k, fb, tb ? k : n, 0.0f, fc, n);
   for (int64_t i = 0; i < m; ++i) row_from_f32(fc + i * n, c + i * ldc, n);
 }
 
 }  // namespace
 
-void blas_single_threaded() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-
 bool blas_compatible(const Tensor& m) { return m.ndim() >= 2 && layout_of(m).ok; }
 
 LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
-  blas_single_threaded();
   int nd = out.ndim(), bd = nd - 2;
   int64_t M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = a.shape()[nd - 1];
   Shape batch = out.shape();
@@ -153,8 +145,7 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
         int64_t m = M, n = N;
         if (by_rows) A += lo * sam, C += lo * N, m = hi - lo;
         else Bm += lo * sbn, C += lo, n = hi - lo;
-        cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(K), 1.0f, A, int(la.ld), Bm, int(lb.ld),
-                    0.0f, C, int(N));
+        sgemm("matmul", la.trans, lb.trans, m, n, K, A, la.ld, Bm, lb.ld, 0.0f, C, N);
       });
     };
     return spec;

@@ -1,4 +1,4 @@
-// Matrix multiply: each core calls OpenBLAS's sgemm (single-threaded) on its slice of
+// Matrix multiply: each core calls sgemm (sgemm.h, on that core alone) on its slice of
 // the rows of C (or of its columns when N > M), so the device's cores are the
 // parallelism. bf16/f16 slices are converted to f32, multiplied, and converted back.
 #pragma once
@@ -6,10 +6,6 @@
 #include "opscope/runtime/tensor.h"
 
 namespace opscope::cpu_kernels {
-
-// The device's cores are the parallelism: OpenBLAS must not start threads of its own.
-// Every kernel that calls BLAS calls this first (once per process does the work).
-void blas_single_threaded();
 
 // Whether the last two dims of an f32 tensor can go to sgemm as they are: a row-major
 // matrix, possibly transposed, with a leading dimension (else: make it contiguous).

@@ -1,0 +1,17 @@
+// Single-precision gemm on the calling core, row-major: the CPU kernels' one way into a BLAS.
+// oneDNN's jit sgemm, not OpenBLAS's: Debian's OpenBLAS (0.3.21) does not know AVX-512 AMD
+// CPUs (Zen 4/5), takes them for Haswell and runs its AVX2 kernels, at about half the rate
+// oneDNN's AVX-512 kernels reach on the same core (docs/BENCHMARKS.md, "sgemm").
+#pragma once
+#include <cstdint>
+
+namespace opscope::cpu_kernels {
+
+// C (m x n, row stride ldc) = op(A) op(B) + beta C, where op(X) is X, or X transposed
+// when trans_x: A is m x k as op(A) reads it (row stride lda as stored), B is k x n.
+// Runs on this core alone: the device's cores are the parallelism. `op` names the kernel
+// in the error a failed call raises.
+void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+}  // namespace opscope::cpu_kernels
