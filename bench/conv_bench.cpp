@@ -1,0 +1,158 @@
+// Convolutions on the CPU device against the limits (issue #32: "convolutions >= 60% of
+// the probe's matmul rate on resnet-sized layers"), every figure a ratio from this run:
+//  - the probe: opscope's f32 matmul 1024^3 on the device's cores (`opscope probe`'s rate);
+//  - conv2d f32 on ResNet-50's layer shapes (batch 1): GFLOP/s and % of the probe;
+//  - the same convolution in oneDNN's own conv primitive on as many OpenMP threads as the
+//    device has cores (the library torch's CPU convolutions call), with NCHW tensors
+//    reordered to its blocked layout and back in each call as torch does, the weights
+//    reordered once: time ratio opscope / oneDNN, and the outputs' largest difference.
+// oneDNN's OpenMP threads wait passively here (OMP_WAIT_POLICY=PASSIVE, set by re-running
+// this program): by default they spin after each call, and a spinning thread on a device
+// core's CPU took a time slice from it, making the next opscope call 3-10x slower.
+//   build/bench/conv_bench [--reps N]
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "opscope/opscope.h"
+
+extern "C" void omp_set_num_threads(int) noexcept;
+
+using namespace opscope;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+template <class F>
+double best_of(int n, F&& fn) {
+  double best = 1e30;
+  for (int i = 0; i < n; ++i) {
+    double t0 = now_s();
+    fn();
+    best = std::min(best, now_s() - t0);
+  }
+  return best;
+}
+
+struct Layer {
+  const char* name;
+  int64_t c, hw, oc, k, stride;
+};
+
+// oneDNN's convolution of host copies of x, w, b: a primitive with blocked layouts chosen
+// by the library, weights reordered once; run() reorders x in and y out.
+struct DnnlConv {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream st{eng};
+  dnnl::memory xm, wm, bm, ym, xs, ws, yd;
+  dnnl::convolution_forward conv;
+  bool rx = false, ry = false;
+
+  DnnlConv(const Layer& l, int64_t oh, std::vector<float>& x, std::vector<float>& w, std::vector<float>& b,
+           std::vector<float>& y) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    const int64_t pad = l.k / 2;
+    dnnl::memory::dims xd{1, l.c, l.hw, l.hw}, wd{l.oc, l.c, l.k, l.k}, bd{l.oc}, yd_{1, l.oc, oh, oh};
+    xm = dnnl::memory({xd, dt::f32, tag::nchw}, eng, x.data());
+    wm = dnnl::memory({wd, dt::f32, tag::oihw}, eng, w.data());
+    bm = dnnl::memory({bd, dt::f32, tag::x}, eng, b.data());
+    ym = dnnl::memory({yd_, dt::f32, tag::nchw}, eng, y.data());
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      {xd, dt::f32, tag::any}, {wd, dt::f32, tag::any}, bm.get_desc(),
+                                      {yd_, dt::f32, tag::any}, {l.stride, l.stride}, {pad, pad}, {pad, pad});
+    dnnl::convolution_forward::primitive_desc pd(d, eng);
+    conv = dnnl::convolution_forward(pd);
+    ws = dnnl::memory(pd.weights_desc(), eng);
+    dnnl::reorder(wm, ws).execute(st, wm, ws);
+    rx = pd.src_desc() != xm.get_desc(), ry = pd.dst_desc() != ym.get_desc();
+    xs = rx ? dnnl::memory(pd.src_desc(), eng) : xm;
+    yd = ry ? dnnl::memory(pd.dst_desc(), eng) : ym;
+    st.wait();
+  }
+  void run() {
+    if (rx) dnnl::reorder(xm, xs).execute(st, xm, xs);
+    conv.execute(st, {{DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, yd}});
+    if (ry) dnnl::reorder(yd, ym).execute(st, yd, ym);
+    st.wait();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!std::getenv("OMP_WAIT_POLICY")) {  // libgomp reads it when it loads: run again with it
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);
+    fmt::print(stderr, "conv_bench: cannot re-run itself with OMP_WAIT_POLICY=PASSIVE; set it and run again\n");
+    return 1;
+  }
+  int reps = 9;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+      if (reps < 1) {
+        fmt::print(stderr, "conv_bench: --reps '{}' must be a positive count\n", argv[i]);
+        return 64;
+      }
+    } else {
+      fmt::print(stderr, "conv_bench: unknown argument '{}' (usage: conv_bench [--reps N])\n", a);
+      return 64;
+    }
+  }
+  fmt::print("{}\n", cpu().description());
+  omp_set_num_threads(int(cpu().num_cores()));  // oneDNN's team: as many threads as the device's cores
+
+  const int64_t m = 1024;
+  Tensor a = randn({m, m}, 1), b = randn({m, m}, 2);
+  matmul(a, b), cpu().synchronize();
+  const double probe = 2.0 * m * m * m / best_of(reps, [&] { matmul(a, b), cpu().synchronize(); }) / 1e9;
+  fmt::print("probe: f32 matmul {}^3 on the device {:.1f} GFLOP/s\n\n", m, probe);
+
+  const Layer layers[] = {
+      {"stem 7x7/2 3->64 @224", 3, 224, 64, 7, 2},    {"3x3 64->64 @56", 64, 56, 64, 3, 1},
+      {"1x1 64->256 @56", 64, 56, 256, 1, 1},         {"1x1 256->64 @56", 256, 56, 64, 1, 1},
+      {"3x3 128->128 @28", 128, 28, 128, 3, 1},       {"3x3/2 128->128 @56", 128, 56, 128, 3, 2},
+      {"3x3 256->256 @14", 256, 14, 256, 3, 1},       {"1x1 1024->256 @14", 1024, 14, 256, 1, 1},
+      {"1x1 256->1024 @14", 256, 14, 1024, 1, 1},     {"3x3 512->512 @7", 512, 7, 512, 3, 1},
+  };
+  fmt::print("{:<22} {:>9} {:>9} {:>8} {:>11} {:>9} {:>9}\n", "layer", "ms", "GFLOP/s", "% probe", "oneDNN ms",
+             "opscope/", "max diff");
+  double log_sum = 0, frac_sum = 0;
+  int count = 0;
+  for (const Layer& l : layers) {
+    const int64_t pad = l.k / 2, oh = (l.hw + 2 * pad - l.k) / l.stride + 1;
+    Tensor x = randn({1, l.c, l.hw, l.hw}, 3), w = randn({l.oc, l.c, l.k, l.k}, 4, DType::f32, nullptr, 0, 0.05f),
+           bias = randn({l.oc}, 5);
+    auto conv = [&] { return conv2d(x, w, bias, {l.stride, l.stride}, {pad, pad}); };
+    Tensor y = conv();
+    std::vector<float> xv = x.to_vector<float>(), wv = w.to_vector<float>(), bv = bias.to_vector<float>(),
+                       yv(size_t(l.oc * oh * oh)), ours = y.to_vector<float>();
+    DnnlConv peer(l, oh, xv, wv, bv, yv);
+    peer.run();
+    float diff = 0, scale = 0;
+    for (size_t i = 0; i < yv.size(); ++i) diff = std::max(diff, std::abs(yv[i] - ours[i])), scale = std::max(scale, std::abs(yv[i]));
+    double t_ours = 1e30, t_peer = 1e30;
+    for (int r = 0; r < reps; ++r) {  // alternated
+      t_ours = std::min(t_ours, best_of(1, [&] { conv(), cpu().synchronize(); }));
+      t_peer = std::min(t_peer, best_of(1, [&] { peer.run(); }));
+    }
+    const double gflops = 2.0 * l.oc * oh * oh * l.c * l.k * l.k / t_ours / 1e9;
+    fmt::print("{:<22} {:>9.3f} {:>9.1f} {:>7.0f}% {:>11.3f} {:>9.2f} {:>9.1e}\n", l.name, t_ours * 1e3, gflops,
+               100 * gflops / probe, t_peer * 1e3, t_ours / t_peer, diff / std::max(scale, 1e-30f));
+    log_sum += std::log(t_ours / t_peer), frac_sum += gflops / probe, ++count;
+  }
+  fmt::print("\nmean % of the probe: {:.0f}%; geometric mean of opscope / oneDNN time: {:.2f}\n", 100 * frac_sum / count,
+             std::exp(log_sum / count));
+  return 0;
+}
