@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/matmul.h"
+#include "opscope/kernels/cpu/sgemm.h"
 #include "opscope/ops/ops.h"
 
 using namespace opscope;
@@ -237,4 +239,27 @@ TEST(Matmul, BadInput) {
                "[matmul] dtype i32 is not supported");
   expect_error([] { matmul(from_host({1}, {}), randn({1}, 1)); }, "[matmul] shapes () and (1)");
   expect_error([] { matmul(Tensor(), randn({1}, 1)); }, "[matmul] an operand is undefined");
+}
+
+// sgemm (kernels/cpu/sgemm.h): operands oneDNN refuses get an error that names the op.
+TEST(Sgemm, RefusedOperandsNameTheOp) {
+  std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4);
+  expect_error([&] { cpu_kernels::sgemm("matmul", false, false, 2, 2, 2, a.data(), 1, b.data(), 2, 0.0f, c.data(), 2); },
+               "[matmul] sgemm of 2x2 by 2x2 failed in oneDNN");
+}
+
+// The device's cores are the parallelism: a matmul split across them starts no threads of
+// oneDNN's own (an OpenMP team started by a pinned core would share that core's CPU).
+TEST(Sgemm, DeviceCoresStartNoThreadsOfTheirOwn) {
+  auto threads = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+    return n;
+  };
+  add(ones({8}), ones({8})).to_float_vector();  // the device's cores are running
+  const size_t before = threads();
+  Tensor a = randn({512, 512}, 1), b = randn({512, 512}, 2);
+  std::vector<float> c = matmul(a, b).to_float_vector();
+  ASSERT_EQ(c.size(), size_t(512 * 512));
+  EXPECT_EQ(threads(), before);
 }
