@@ -6,6 +6,7 @@
 #include <string>
 
 #include "opscope/core/error.h"
+#include "opscope/ops/batch_norm.h"
 #include "opscope/ops/ops.h"
 
 using namespace opscope;
@@ -262,6 +263,31 @@ TEST(LayerNorm, BadInput) {
                true);
   expect_error([&] { layer_norm(x, randn({9}, 1), randn({8}, 1)); }, "[layer_norm] weight has shape (9)");
   expect_error([&] { layer_norm(Tensor(), Tensor(), Tensor()); }, "[layer_norm] x is undefined");
+}
+
+// batch_norm in eval against its definition per (n, c) plane, with and without weight and bias.
+TEST(BatchNorm, MatchesDefinition) {
+  Tensor x = randn({2, 3, 5, 7}, 60), m = randn({3}, 61), v = rand({3}, 62), w = randn({3}, 63), b = randn({3}, 64);
+  std::vector<float> xv = x.to_float_vector(), mv = m.to_float_vector(), vv = v.to_float_vector(),
+                     wv = w.to_float_vector(), bv = b.to_float_vector();
+  std::vector<double> want(xv.size());
+  for (size_t i = 0; i < xv.size(); ++i) {
+    size_t c = (i / 35) % 3;
+    want[i] = (xv[i] - mv[c]) / std::sqrt(double(vv[c]) + 1e-3) * wv[c] + bv[c];
+  }
+  expect_close(batch_norm(x, m, v, w, b, 1e-3).to_float_vector(), want, 1e-5, 1e-5, "batch_norm");
+  for (size_t i = 0; i < xv.size(); ++i) want[i] = (xv[i] - mv[(i / 35) % 3]) / std::sqrt(double(vv[(i / 35) % 3]) + 1e-5);
+  expect_close(batch_norm(x, m, v, Tensor(), Tensor()).to_float_vector(), want, 1e-5, 1e-5, "no weight, no bias");
+}
+
+TEST(BatchNorm, BadInput) {
+  Tensor x = randn({2, 4, 3}, 65), s = rand({4}, 66);
+  expect_error([&] { batch_norm(x, rand({3}, 1), s, Tensor(), Tensor()); },
+               "[batch_norm] running_mean has shape (3) but x (2, 4, 3) has 4 channels (axis 1)", true);
+  expect_error([&] { batch_norm(x, s, Tensor(), Tensor(), Tensor()); }, "[batch_norm] running_var is undefined");
+  expect_error([&] { batch_norm(randn({4}, 1), s, s, Tensor(), Tensor()); }, "[batch_norm] x has shape (4)");
+  expect_error([&] { batch_norm(x, s, s, Tensor(), Tensor(), -1.0); }, "[batch_norm] eps is -1");
+  expect_error([&] { batch_norm(x, s, s, randn({4, 1}, 1), Tensor()); }, "[batch_norm] weight has shape (4, 1)");
 }
 
 TEST(Norms, LargeOutputsStreamed) {

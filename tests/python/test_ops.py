@@ -198,6 +198,43 @@ def test_batch_norm_eval_runs_natively(affine):
     assert_close(got, want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", [(3, 5), (2, 5, 7), (2, 5, 3, 4), (1, 5, 2, 3, 4), (0, 5, 2)])
+def test_batch_norm_eval_dtypes_ranks_and_empty(dtype, shape):
+    m, v, w, b = (torch.randn(5), torch.rand(5) + 0.5, torch.randn(5), torch.randn(5))
+    with torch.no_grad():
+        got, want = native(lambda x, *p: F.batch_norm(x, *p, training=False, eps=1e-3),
+                           rand(*shape, dtype=dtype), *(t.to(dtype) for t in (m, v, w, b)))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert_close(got, want)
+
+
+def test_batch_norm_eval_on_a_permuted_input_and_f32_statistics_of_a_bf16_input():
+    x = rand(2, 4, 6, 3).permute(0, 3, 1, 2)  # (2, 3, 4, 6), channels last in memory
+    m, v = torch.randn(3), torch.rand(3) + 0.5
+    with torch.no_grad():
+        got, want = native(lambda t, m_, v_: F.batch_norm(t, m_, v_), x, m, v)
+    assert_close(got, want)
+    xb = rand(2, 3, 5, dtype=torch.bfloat16)
+    dev = opscope.device()
+    with torch.no_grad():
+        got = F.batch_norm(xb.to(dev), m.to(dev), v.to(dev))
+    assert got.dtype == torch.bfloat16
+    assert_close(got, F.batch_norm(xb.float(), m, v).to(torch.bfloat16))
+
+
+def test_batch_norm_eval_is_one_kernel():
+    from opscope.profiler import profile
+    dev = opscope.device()
+    x, m, v, w, b = (t.to(dev) for t in (rand(2, 8, 5, 5), torch.randn(8), torch.rand(8) + 0.5, torch.randn(8),
+                                          torch.randn(8)))
+    with torch.no_grad(), profile() as prof:
+        F.batch_norm(x, m, v, w, b)
+        opscope.synchronize()
+    kernels = [e.key for e in prof.key_averages() if e.key.endswith("_f32")]
+    assert kernels == ["batch_norm_f32"], kernels
+
+
 def test_batch_norm_training_falls_back_and_updates_the_running_stats(dev):
     bn = torch.nn.BatchNorm1d(3).train()
     x = rand(8, 3)

@@ -17,6 +17,7 @@
 
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/copy.h"
+#include "opscope/ops/batch_norm.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/runtime.h"
 #include "opscope/torch/kernels.h"
@@ -146,8 +147,8 @@ void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
 }
 
 // native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum,
-// eps) in eval (the running statistics): y = x * scale + shift per channel (axis 1), with
-// scale and shift computed in f32 on C elements. Training updates statistics: fallback.
+// eps) in eval (the running statistics): opscope's batch_norm, one pass over x (ops/nn.cpp).
+// Training updates statistics: fallback.
 void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
   if (meta_mode()) return c.fall_back();
@@ -160,16 +161,9 @@ void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   try {
     Tensor x = from_torch(input, c.name());
     AtenScope scope(c.name(), {&x});
-    int64_t C = x.shape()[1];
-    auto f32 = [&](const at::Tensor& t) { return as_dtype(from_torch(t, c.name()), DType::f32); };
-    Tensor scale = rsqrt(add(f32(var_t), c.arg(7).toDouble()));
-    if (wt.defined()) scale = mul(scale, f32(wt));
-    Tensor shift = neg(mul(f32(mean_t), scale));
-    if (bt.defined()) shift = add(shift, f32(bt));
-    Shape per_channel;
-    per_channel.push_back(C);
-    for (int i = 2; i < x.ndim(); ++i) per_channel.push_back(1);
-    Tensor y = add(mul(x, as_dtype(scale, x.dtype()).reshape(per_channel)), as_dtype(shift, x.dtype()).reshape(per_channel));
+    auto opt = [&](const at::Tensor& t) { return t.defined() ? from_torch(t, c.name()) : Tensor(); };
+    Tensor y = batch_norm(x, from_torch(mean_t, c.name()), from_torch(var_t, c.name()), opt(wt), opt(bt),
+                          c.arg(7).toDouble());
     // Eval saves no statistics for backward, as torch's CPU kernel.
     c.ret_tuple(to_torch(y), at::empty({0}, input.options()), at::empty({0}, input.options()));
   } catch (const opscope::Error& e) {
