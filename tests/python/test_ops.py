@@ -235,6 +235,60 @@ def test_batch_norm_eval_is_one_kernel():
     assert kernels == ["batch_norm_f32"], kernels
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_in_place_activations_and_arithmetic_write_self_in_one_kernel_each(dtype):
+    from opscope.profiler import profile
+    dev = opscope.device()
+    x, y = rand(4, 6, 5, 3, dtype=dtype), rand(4, 6, 5, 3, dtype=dtype)
+    want = x.float()
+    for f in (F.silu, torch.relu, F.hardswish, torch.sigmoid):
+        want = f(want)
+    yf = y.float()
+    want = ((((want + yf) - yf[0]) * yf[1, 2]) / (yf.abs() + 1)).to(dtype).float()
+    want = (want + want).to(dtype)
+    xd, yd = x.to(dev), y.to(dev)
+    d = yd.abs() + 1
+    ptr = xd.data_ptr()
+    with torch.no_grad(), profile() as prof:
+        F.silu(xd, inplace=True)
+        xd.relu_()
+        F.hardswish(xd, inplace=True)
+        xd.sigmoid_()
+        xd.add_(yd)
+        xd.sub_(yd[0])      # broadcast over the first dim
+        xd.mul_(yd[1, 2])   # over the first two
+        xd.div_(d)
+        xd.add_(xd)         # other is self, the same view
+        opscope.synchronize()
+    assert xd.data_ptr() == ptr
+    assert_close(xd, want)
+    suffix = "_f32" if dtype == torch.float32 else "_bf16"
+    kernels = [e.key for e in prof.key_averages() if e.key.endswith(suffix)]
+    assert sorted(kernels) == sorted(k + suffix for k in ("silu", "relu", "hardswish", "sigmoid", "add", "sub", "mul",
+                                                          "div")), kernels
+
+
+def test_in_place_forms_that_cannot_write_self_directly_still_match_torch():
+    dev = opscope.device()
+    x = rand(6, 5)
+    # a transposed self, other a view overlapping self, alpha, an integer self
+    got = x.to(dev)
+    got.t().relu_()
+    assert_close(got, torch.relu(x))
+    got = x.to(dev)
+    got[1:].add_(got[:-1])  # other overlaps self partly: read before any write, as out of place
+    want = x.clone()
+    want[1:] = x[1:] + x[:-1]
+    assert_close(got, want)
+    got = x.to(dev)
+    got.add_(x.to(dev), alpha=2)
+    assert_close(got, x + 2 * x)
+    i = torch.arange(6)
+    gi = i.to(dev)
+    gi.add_(i.to(dev))
+    assert torch.equal(gi.cpu(), i + i)
+
+
 def test_batch_norm_training_falls_back_and_updates_the_running_stats(dev):
     bn = torch.nn.BatchNorm1d(3).train()
     x = rand(8, 3)

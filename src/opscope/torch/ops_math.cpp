@@ -1,5 +1,7 @@
 // Elementwise ops and reductions: aten's add/sub/mul/div/pow/maximum/minimum, the unary
 // math and activations, sum/mean/amax/amin/argmax/var, on opscope's kernels.
+#include <functional>
+
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
@@ -9,6 +11,7 @@
 #include <ATen/ops/sub_ops.h>
 
 #include "opscope/core/error.h"
+#include "opscope/ops/inplace.h"
 #include "opscope/ops/ops.h"
 #include "opscope/torch/kernels.h"
 
@@ -46,6 +49,51 @@ std::optional<Tensor> apply(Binary b, double x, const Tensor& y) {
 }
 
 bool has_alpha(Binary b) { return b == Binary::add || b == Binary::sub; }
+
+// The kernels an in-place form writes self with (ops/inplace.h); none for the others.
+std::optional<cpu_kernels::UnaryOp> kernel_op(Unary u) {
+  using K = cpu_kernels::UnaryOp;
+  switch (u) {
+    case Unary::relu: return K::relu;
+    case Unary::silu: return K::silu;
+    case Unary::sigmoid: return K::sigmoid;
+    case Unary::tanh: return K::tanh;
+    case Unary::hardswish: return K::hardswish;
+    case Unary::hardsigmoid: return K::hardsigmoid;
+    case Unary::exp: return K::exp;
+    case Unary::neg: return K::neg;
+    case Unary::abs: return K::abs;
+    case Unary::sqrt: return K::sqrt;
+    case Unary::rsqrt: return K::rsqrt;
+    default: return std::nullopt;
+  }
+}
+std::optional<cpu_kernels::BinaryOp> kernel_op(Binary b) {
+  using K = cpu_kernels::BinaryOp;
+  switch (b) {
+    case Binary::add: return K::add;
+    case Binary::sub: return K::sub;
+    case Binary::mul: return K::mul;
+    case Binary::div: return K::div;
+    default: return std::nullopt;
+  }
+}
+
+// An in-place form run by writing self (ops/inplace.h), where self and other allow it;
+// returns whether it answered the call, with self or with the error.
+bool run_in_place(Call& c, const at::Tensor* other, const std::function<void(const Tensor&, const Tensor&)>& write) {
+  try {
+    Tensor x = from_torch(c.tensor(0), c.name());
+    Tensor y = other ? from_torch(*other, c.name()) : Tensor();
+    if (!(other ? can_write_in_place(x, y) : can_write_in_place(x))) return false;
+    AtenScope scope(c.name(), {&x, &y});
+    write(x, y);
+    c.ret(c.tensor(0));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+  return true;
+}
 
 Tensor apply(Unary u, const Tensor& x) {
   switch (u) {
@@ -155,6 +203,12 @@ void binary_kernel(const c10::OperatorHandle& op, Stack* s) {
   at::Tensor none;
   if (!dt || integral_div || !has_kernels({a.is_number ? &none : &a.t, b.is_number ? &none : &b.t}, false))
     return c.fall_back();
+  if constexpr (F == Form::inplace) {
+    auto k = kernel_op(B);
+    if (k && !a.is_number && !b.is_number && alpha == 1.0 && a.t.scalar_type() == rt && b.t.scalar_type() == rt &&
+        run_in_place(c, &b.t, [&](const Tensor& x, const Tensor& y) { binary_inplace(c.name(), *k, x, y); }))
+      return;
+  }
   try {
     Tensor x = a.is_number ? Tensor() : from_torch(a.t, c.name());
     Tensor y = b.is_number ? Tensor() : from_torch(b.t, c.name());
@@ -225,6 +279,11 @@ void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
     const std::string& approximate = c.arg(1).toStringRef();
     if (approximate == "tanh") return run_unary<F>(c, [](const Tensor& x) { return gelu_tanh(x); });
     if (approximate != "none") return c.fall_back();  // torch's own error for a bad value
+  }
+  if constexpr (F == Form::inplace) {
+    if (auto k = kernel_op(U);
+        k && run_in_place(c, nullptr, [&](const Tensor& x, const Tensor&) { unary_inplace(c.name(), *k, x); }))
+      return;
   }
   run_unary<F>(c, [](const Tensor& x) { return apply(U, x); });
 }
