@@ -36,7 +36,7 @@ void plane_affine(const T* x, T* y, int64_t n, float s, float b, std::vector<flo
 
 LaunchSpec batch_norm_spec(const Tensor& out, const Tensor& x, const Tensor& mean, const Tensor& var,
                            const Tensor* weight, const Tensor* bias, double eps) {
-  const int64_t N = x.shape()[0], C = x.shape()[1], plane = C ? x.numel() / (N * C) : 0;
+  const int64_t N = x.shape()[0], C = x.shape()[1], plane = N > 0 && C > 0 ? x.numel() / (N * C) : 0;
   LaunchSpec spec;
   spec.name = fmt::format("batch_norm_{}", dtype_name(x.dtype()));
   spec.work = N * C;
