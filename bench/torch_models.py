@@ -161,6 +161,9 @@ def to_device(x, dev):
     return x
 
 
+SETTLE_S = 0.05  # idle before each timed call: past libgomp's spin (~ms) and the device's (50 us)
+
+
 def timed(fn, sync=None):
     t0 = time.perf_counter()
     r = fn()
@@ -185,10 +188,15 @@ def measure(name, build, quick, reps, dev):
     opscope.synchronize()
     fallbacks = opscope.fallback_stats()
     err = rel_error(got, want)
-    # Alternated, so that load drift hits both sides alike.
+    # Alternated, so that load drift hits both sides alike, each call after an idle gap:
+    # torch's OpenMP threads spin for milliseconds after its last op, and on 2 CPUs they took
+    # time slices from the device's cores in the call after (opscope's times here 10-40%
+    # lower with them passive), as the device's polling cores could from torch's.
     cpu_t, dev_t = [], []
     for _ in range(reps):
+        time.sleep(SETTLE_S)
         cpu_t.append(timed(cpu_fn)[0])
+        time.sleep(SETTLE_S)
         dev_t.append(timed(dev_fn, opscope.synchronize)[0])
     return err, statistics.median(cpu_t), statistics.median(dev_t), fallbacks
 
