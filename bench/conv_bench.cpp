@@ -24,24 +24,15 @@
 
 #include "opscope/opscope.h"
 
+#include "device_timing.h"
+
 extern "C" void omp_set_num_threads(int) noexcept;
 
 using namespace opscope;
 
 namespace {
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-template <class F>
-double best_of(int n, F&& fn) {
-  double best = 1e30;
-  for (int i = 0; i < n; ++i) {
-    double t0 = now_s();
-    fn();
-    best = std::min(best, now_s() - t0);
-  }
-  return best;
-}
+using bench::best_of;
 
 struct Layer {
   const char* name;
@@ -116,7 +107,7 @@ int main(int argc, char** argv) {
   const int64_t m = 1024;
   Tensor a = randn({m, m}, 1), b = randn({m, m}, 2);
   matmul(a, b), cpu().synchronize();
-  const double probe = 2.0 * m * m * m / best_of(reps, [&] { matmul(a, b), cpu().synchronize(); }) / 1e9;
+  const double probe = 2.0 * m * m * m / best_of(reps, [&] { matmul(a, b); }) / 1e9;
   fmt::print("probe: f32 matmul {}^3 on the device {:.1f} GFLOP/s\n\n", m, probe);
 
   const Layer layers[] = {
@@ -144,7 +135,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < yv.size(); ++i) diff = std::max(diff, std::abs(yv[i] - ours[i])), scale = std::max(scale, std::abs(yv[i]));
     double t_ours = 1e30, t_peer = 1e30;
     for (int r = 0; r < reps; ++r) {  // alternated
-      t_ours = std::min(t_ours, best_of(1, [&] { conv(), cpu().synchronize(); }));
+      t_ours = std::min(t_ours, best_of(1, [&] { conv(); }));
       t_peer = std::min(t_peer, best_of(1, [&] { peer.run(); }));
     }
     const double gflops = 2.0 * l.oc * oh * oh * l.c * l.k * l.k / t_ours / 1e9;

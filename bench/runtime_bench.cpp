@@ -25,24 +25,14 @@
 #include "opscope/opscope.h"
 #include "opscope/runtime/runtime.h"
 
+#include "device_timing.h"
+
 using namespace opscope;
 
 namespace {
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// Best-of-n seconds of `fn` followed by a device synchronize.
-template <class F>
-double best_of(int n, F&& fn) {
-  double best = 1e30;
-  for (int i = 0; i < n; ++i) {
-    double t0 = now_s();
-    fn();
-    cpu().synchronize();
-    best = std::min(best, now_s() - t0);
-  }
-  return best;
-}
+using bench::best_of;
+using bench::now_s;
 
 // STREAM copy (a = b) and triad (a = b + s*c) as kernels on the device's cores.
 struct Probe {
