@@ -24,6 +24,9 @@ import torch
 
 import opscope
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python"))
+from model_zoo import tensors_of  # noqa: E402  (the model tests' comparison, shared)
+
 
 # ---- the models: name -> (family, build(quick) -> (module, inputs tuple)) ----
 
@@ -126,17 +129,6 @@ MODELS = {
 
 
 # ---- comparing outputs ----
-
-def tensors_of(out):
-    """The tensors of a model's output (tensors, tuples, lists, dicts), in a fixed order."""
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, dict):
-        return [t for k in sorted(out) for t in tensors_of(out[k])]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in tensors_of(o)]
-    return []
-
 
 def rel_error(got, want):
     """Largest |got - want| over the largest |want|, across all output tensors."""

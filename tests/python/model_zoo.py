@@ -224,3 +224,15 @@ def make(name, size="full", seed=0):
     if name == "mobilenet_v3_small":
         m.classifier = nn.Identity()  # its random classifier makes outputs ~1e-9
     return m.eval(), [torch.randn(1, 3, 64 if small else 224, 64 if small else 224)]
+
+
+def tensors_of(out):
+    """The tensors of a model's output (tensors, tuples, lists, dicts), in a fixed order:
+    what the model tests and benchmarks compare."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        return [t for k in sorted(out) for t in tensors_of(out[k])]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in tensors_of(o)]
+    return []

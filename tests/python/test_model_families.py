@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import opscope
+from model_zoo import tensors_of
 
 torchvision = pytest.importorskip("torchvision")
 
@@ -15,16 +16,6 @@ torchvision = pytest.importorskip("torchvision")
 @pytest.fixture(autouse=True)
 def strict(monkeypatch):
     monkeypatch.setenv("OPSCOPE_STRICT", "1")
-
-
-def tensors_of(out):
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, dict):
-        return [t for k in sorted(out) for t in tensors_of(out[k])]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in tensors_of(o)]
-    return []
 
 
 def check(model, *inputs, rtol=1e-4):

@@ -1,7 +1,5 @@
 // Elementwise ops and reductions: aten's add/sub/mul/div/pow/maximum/minimum, the unary
 // math and activations, sum/mean/amax/amin/argmax/var, on opscope's kernels.
-#include <functional>
-
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
@@ -81,7 +79,8 @@ std::optional<cpu_kernels::BinaryOp> kernel_op(Binary b) {
 
 // An in-place form run by writing self (ops/inplace.h), where self and other allow it;
 // returns whether it answered the call, with self or with the error.
-bool run_in_place(Call& c, const at::Tensor* other, const std::function<void(const Tensor&, const Tensor&)>& write) {
+template <class Write>
+bool run_in_place(Call& c, const at::Tensor* other, Write&& write) {
   try {
     Tensor x = from_torch(c.tensor(0), c.name());
     Tensor y = other ? from_torch(*other, c.name()) : Tensor();
