@@ -25,6 +25,7 @@ def run_both(name, dev):
         warnings.simplefilter("ignore")  # ops opscope does not lower are named once; not under test here
         compiled(*xs)
         got = compiled(*xs)  # the second call runs the compiled plan (the first traced it)
+    opscope.synchronize()  # nothing of these calls runs inside a profile the caller starts next
     return model, compiled, xs, want, got
 
 
