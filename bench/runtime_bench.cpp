@@ -3,6 +3,7 @@
 //  - rms_norm f32 4096x4096: achieved GB/s as a fraction of the probe's copy bandwidth;
 //  - mean / var / layer_norm / rms_norm / softmax over rows of 4096 (f32, bf16, f16), the same way;
 //  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
+//  - 200 relu launches on 1 MiB queued, then one synchronize, against copy bandwidth;
 //  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize; and the
 //    same adds paced by 1 us of host work each, timing the host's call alone.
 //
@@ -162,7 +163,23 @@ int main(int argc, char** argv) {
                t[0].device_ms / t[1].device_ms);
   }
 
-  // 4. Launch overhead of a tiny op.
+  // 4. Small ops queued, then one synchronize: a forward under Python, whose host queues the
+  //    ops and then waits. 1 MiB is below the size at which the core on the host's CPU joins
+  //    a launch while the host submits; while it waits, that core joins every launch.
+  {
+    Tensor x = randn({256, 1024}, 3);
+    constexpr int kOps = 200;
+    double t = best_of(10, [&] {
+      Tensor y = x;
+      for (int i = 0; i < kOps; ++i) y = relu(y);
+    });
+    double gbs = kOps * 2.0 * double(x.nbytes()) / t / 1e9;
+    fmt::print("\nqueued small ops: {} relu on 1 MiB, then 1 synchronize: {:.3f} ms, {:.1f} GB/s = {:.2f} of copy "
+               "bandwidth\n",
+               kOps, t * 1e3, gbs, gbs / p.copy_gbs);
+  }
+
+  // 5. Launch overhead of a tiny op.
   {
     Tensor a = ones({8}), b = ones({8});
     cpu().synchronize();

@@ -141,8 +141,8 @@ TEST(Runtime, LaunchesMadeInARowSitOnDifferentPages) {
 
 namespace {
 // Launches `body` over 1000 work units in grains of 10 (so every core may take part),
-// declaring `bytes` moved, and waits for it.
-void launch_split(Device& dev, std::function<void(int64_t, int64_t)> body, int64_t bytes = 0) {
+// declaring `bytes` moved.
+void submit_split(Device& dev, std::function<void(int64_t, int64_t)> body, int64_t bytes = 0) {
   LaunchSpec spec;
   spec.name = "split";
   spec.work = 1000;
@@ -150,6 +150,11 @@ void launch_split(Device& dev, std::function<void(int64_t, int64_t)> body, int64
   spec.bytes = bytes;
   spec.body = [body = std::move(body)](int64_t b, int64_t e) { body(b, e); };
   runtime::launch(dev, std::move(spec), {}, {});
+}
+
+// The same, and waits for it.
+void launch_split(Device& dev, std::function<void(int64_t, int64_t)> body, int64_t bytes = 0) {
+  submit_split(dev, std::move(body), bytes);
   dev.synchronize();
 }
 }  // namespace
@@ -212,13 +217,17 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
 }
 
 // On a machine with as many cores as CPUs, the last core shares the host thread's CPU:
-// whenever it works the host waits for a time slice, so it joins only launches that
-// move enough bytes to pay for that. Launches that declare no cost keep every core,
-// and the static schedule keeps every core too. What a launch is cut into shows how many
-// cores it was given: one slice runs whole on the scheduler core; two slices are cut into
-// 2 x kChunksPerCore chunks (steal) or 2 (static). Where two cores are given, the first
-// chunk holds until the second core has joined, so both take part on any machine.
-TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
+// whenever it works while the host submits, the host waits for a time slice, so then it
+// joins only launches that move enough bytes to pay for that. While the host waits for
+// the device (synchronize) its CPU is free, and that core joins every launch. Launches
+// that declare no cost keep every core, and the static schedule keeps every core too.
+// What a launch is cut into shows how many cores it was given: one slice runs whole on
+// the scheduler core; two slices are cut into 2 x kChunksPerCore chunks (steal) or 2
+// (static). Where two cores are given, the first chunk holds until the second core has
+// joined, so both take part on any machine. A gated kernel holds the scheduler until the
+// launch under test is queued behind it, so the host is submitting (or waiting) when that
+// launch starts, whatever the timing.
+TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhileTheHostWaits) {
   cpu_set_t all;
   CPU_ZERO(&all);
   ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
@@ -237,13 +246,16 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
     size_t chunks = 0, threads = 0;
     bool joined = true;  // where chunks > 1: the second core came
   };
-  auto cut_of = [&](CpuDevice& dev, int64_t bytes) {
+  enum class Host { submits, waits };
+  auto cut_of = [&](CpuDevice& dev, int64_t bytes, Host host_does) {
     std::set<std::thread::id> threads;
-    std::atomic<int> seen{0};
+    std::atomic<int> seen{0}, units{0}, gated{0};
+    std::atomic<bool> gate{false};
     size_t chunks = 0;
     bool joined = true;
     std::mutex m;
-    launch_split(
+    launch_gated(dev, gate, gated, 1);
+    submit_split(
         dev,
         [&](int64_t b, int64_t e) {
           bool first;
@@ -253,17 +265,31 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
             if (threads.insert(std::this_thread::get_id()).second) ++seen;
           }
           if (first && e - b < 1000) joined = wait_until([&] { return seen.load() == 2; });
+          units += int(e - b);
         },
         bytes);
+    if (host_does == Host::submits) {
+      gate.store(true);  // and keep this thread busy (not in synchronize) until it ran
+      EXPECT_TRUE(wait_until([&] { return units.load() == 1000; }));
+      dev.synchronize();
+    } else {
+      std::thread opener([&] {
+        EXPECT_TRUE(wait_until([&] { return dev.stream(0).has_waiter(); }));
+        gate.store(true);
+      });
+      dev.synchronize();
+      opener.join();
+    }
     return Cut{chunks, threads.size(), joined};
   };
   CpuDevice dev(2, /*pin=*/true, 0, CpuSchedule::steal);
   ASSERT_EQ(dev.cpu_of_core(1), host) << dev.description();
   // The device learns the host's CPU at a submit, and may read it before the first one.
-  cut_of(dev, 1);
+  cut_of(dev, 1, Host::submits);
   const size_t steal_chunks = 2 * CpuDevice::kChunksPerCore;
-  Cut small = cut_of(dev, 1 << 20), big = cut_of(dev, 64 << 20), unknown = cut_of(dev, 0);
-  EXPECT_EQ(small.chunks, 1u);  // 1 MiB: one slice, the host keeps its CPU
+  Cut small = cut_of(dev, 1 << 20, Host::submits), big = cut_of(dev, 64 << 20, Host::submits),
+      unknown = cut_of(dev, 0, Host::submits), small_waited = cut_of(dev, 1 << 20, Host::waits);
+  EXPECT_EQ(small.chunks, 1u);  // 1 MiB while the host submits: one slice, the host keeps its CPU
   EXPECT_EQ(small.threads, 1u);
   EXPECT_EQ(big.chunks, steal_chunks);  // 64 MiB: both cores
   EXPECT_TRUE(big.joined);
@@ -271,9 +297,12 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsOnlyBigLaunches) {
   EXPECT_EQ(unknown.chunks, steal_chunks);  // cost unknown: both cores
   EXPECT_TRUE(unknown.joined);
   EXPECT_EQ(unknown.threads, 2u);
+  EXPECT_EQ(small_waited.chunks, steal_chunks);  // 1 MiB while the host waits: both cores
+  EXPECT_TRUE(small_waited.joined);
+  EXPECT_EQ(small_waited.threads, 2u);
   CpuDevice fixed(2, /*pin=*/true, 0, CpuSchedule::static_slices);
-  cut_of(fixed, 1);
-  Cut fixed_small = cut_of(fixed, 1 << 20);
+  cut_of(fixed, 1, Host::submits);
+  Cut fixed_small = cut_of(fixed, 1 << 20, Host::submits);
   EXPECT_EQ(fixed_small.chunks, 2u);  // static: every core, every launch
   EXPECT_TRUE(fixed_small.joined);
   EXPECT_EQ(fixed_small.threads, 2u);

@@ -150,13 +150,17 @@ void Stream::retire_head() {
 }
 
 void Stream::wait_for(uint64_t seq) {
-  // Poll briefly (short kernels finish within microseconds), then sleep.
-  for (int i = 0; i < 2000 && completed_.load(std::memory_order_acquire) < seq; ++i) _mm_pause();
-  while (completed_.load(std::memory_order_acquire) < seq) {
-    uint32_t epoch = retire_epoch_.load(std::memory_order_seq_cst);
-    waiters_.fetch_add(1, std::memory_order_seq_cst);
-    if (completed_.load(std::memory_order_seq_cst) < seq) futex_wait(retire_epoch_, epoch);
-    waiters_.fetch_sub(1, std::memory_order_relaxed);
+  if (completed_.load(std::memory_order_acquire) < seq) {
+    waiting_.fetch_add(1, std::memory_order_relaxed);
+    // Poll briefly (short kernels finish within microseconds), then sleep.
+    for (int i = 0; i < 2000 && completed_.load(std::memory_order_acquire) < seq; ++i) _mm_pause();
+    while (completed_.load(std::memory_order_acquire) < seq) {
+      uint32_t epoch = retire_epoch_.load(std::memory_order_seq_cst);
+      waiters_.fetch_add(1, std::memory_order_seq_cst);
+      if (completed_.load(std::memory_order_seq_cst) < seq) futex_wait(retire_epoch_, epoch);
+      waiters_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
   }
   // What the finished kernels kept alive (inputs, outputs) goes back to the allocator.
   std::lock_guard<SpinLock> g(m_);
