@@ -25,7 +25,7 @@ finally:
     if _auto is not None:
         _os.environ["OPSCOPE_PROFILE"] = _auto
 from ._device import (Stream, current_stream, default_stream, device, device_count, empty_cache, memory_stats,
-                      stream, synchronize)
+                      reset_peak_memory_stats, stream, synchronize)
 from ._fallback import fallback_report, fallback_stats, reset_fallback_stats
 from . import _printing, _serialization  # noqa: F401
 from . import ops
@@ -37,5 +37,5 @@ if _auto is not None:
     profiler._auto_profile()
 
 __all__ = ["device", "device_count", "synchronize", "Stream", "stream", "current_stream", "default_stream",
-           "memory_stats", "empty_cache", "fallback_report", "fallback_stats", "reset_fallback_stats", "ops",
+           "memory_stats", "reset_peak_memory_stats", "empty_cache", "fallback_report", "fallback_stats", "reset_fallback_stats", "ops",
            "profiler", "compile", "distributed"]

@@ -23,6 +23,7 @@ from torch.nn.utils import stateless
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as _get_dispatch_modes
 
 from . import _C
+from ._graph_rewrites import drop_unused, fold_batch_norms, foldable_nodes, rewrite_constant_masks
 
 aten = torch.ops.aten
 
@@ -342,8 +343,6 @@ def lower_graph(gm, folded=()):
 
 
 _MATMULS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
-# Ops a plan must not compute ahead of time: their values differ per call.
-_NONDETERMINISTIC = ("rand", "normal", "bernoulli", "dropout", "uniform", "empty", "multinomial", "poisson")
 
 
 def _worth_compiling(region):
@@ -358,83 +357,11 @@ def _worth_compiling(region):
     return computing >= 2
 
 
-def _mutable(node):
-    schema = getattr(node.target, "_schema", None)
-    return schema is not None and schema.is_mutable
-
-
 def origin(node):
     """(aten op, module calls around it) of an fx node: what a kernel made from it names."""
     schema = getattr(node.target, "_schema", None)
     op = schema.name if schema is not None else getattr(node.target, "__name__", str(node.target))
     return op, tuple(node.meta.get("opscope_modules", ()))
-
-
-def foldable_nodes(gm, state=()):
-    """Nodes whose value does not change between calls: they depend on no argument, only on
-    constants and on the module's state (`state`: parameters' and buffers' placeholders) —
-    a causal mask built with full + triu, or sliced from a buffer and compared. Returns
-    (the ones unfolded nodes read, every foldable node, those that read the state)."""
-    folded, stateful = set(), set()
-    for n in gm.graph.nodes:
-        if n.op != "call_function" or _mutable(n) or any(_mutable(u) for u in n.users):
-            continue
-        name = str(getattr(n.target, "__name__", n.target))
-        if any(w in name for w in _NONDETERMINISTIC):
-            continue
-        deps = n.all_input_nodes
-        if all(d in folded or d.op == "get_attr" or d in state for d in deps):
-            folded.add(n)
-            if any(d in state or d in stateful for d in deps):
-                stateful.add(n)
-    kept = {n for n in folded if any(u not in folded for u in n.users)}
-    return kept, folded, stateful
-
-
-def _keep_where_not(mask, dtype):
-    return (~mask).to(dtype)
-
-
-def _fill_where(mask, value, dtype):
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, value)
-
-
-_keep_where_not.__name__ = "opscope::masked_fill_keep"
-_fill_where.__name__ = "opscope::masked_fill_value"
-
-
-def rewrite_constant_masks(gm, state=()):
-    """masked_fill(x, m, v) with a mask that does not change between calls (GPT-2's causal
-    mask, sliced from a buffer) becomes x * keep + fill, keep and fill computed once with
-    the mask: two elementwise ops a matmul takes as its epilogue, where masked_fill would
-    run torch's CPU kernel. Equal to masked_fill for finite x (an infinite x under the
-    mask gives NaN instead of v)."""
-    _, folded, _ = foldable_nodes(gm, state)
-    g = gm.graph
-    changed = False
-    for n in list(g.nodes):
-        if n.op != "call_function" or n.target is not aten.masked_fill.Scalar:
-            continue
-        x, m, v = n.args[:3]
-        if m not in folded or not isinstance(v, (int, float)) or not isinstance(x, torch.fx.Node):
-            continue
-        xv = _val(x)
-        if not xv.is_floating_point():
-            continue
-        meta = torch.empty(_val(m).shape, dtype=xv.dtype, device="meta")
-        with g.inserting_before(n):
-            keep = g.call_function(_keep_where_not, (m, xv.dtype))
-            fill = g.call_function(_fill_where, (m, float(v), xv.dtype))
-            kept = g.call_function(aten.mul.Tensor, (x, keep))
-            out = g.call_function(aten.add.Tensor, (kept, fill))
-        for k, val in ((keep, meta), (fill, meta), (kept, n.meta["val"]), (out, n.meta["val"])):
-            k.meta.update(n.meta)
-            k.meta["val"] = val
-        n.replace_all_uses_with(out)
-        g.erase_node(n)
-        changed = True
-    if changed:
-        gm.recompile()
 
 
 class _CompiledRegion:
@@ -493,7 +420,9 @@ class _Plan:
     def __init__(self, name, gm, explain, disabled=(), n_state=0):
         self.gm = gm
         self.state = [n for n in gm.graph.nodes if n.op == "placeholder"][:n_state]
+        drop_unused(gm)
         rewrite_constant_masks(gm, self.state)
+        fold_batch_norms(gm, self.state)
         self.folded, everything, self.stateful = foldable_nodes(gm, self.state)
         steps, reasons = lower_graph(gm, everything)
         self.eager_reasons = reasons
@@ -605,6 +534,7 @@ class _StepCode:
                           if placeholders else "    pass")
         for n, value in constants.items():
             self.names[n] = self._const(value)
+        last_use = self._last_uses(steps, out)
         for k, (kind, item) in enumerate(steps):
             if profiled:  # a region opens its launches' ranges itself, from the call's op
                 stack = origin(item)[1][1:] if kind == "eager" else ()
@@ -623,9 +553,39 @@ class _StepCode:
                     outs.append(f"v{len(self.names)}")
                     self.names[o] = outs[-1]
                 self.lines.append(f"    {', '.join(outs)}, = {fn}([{ins}])")
+            # An intermediate is dropped after its last step, as eager drops it: a plan that
+            # held every one to the end touched ~10x the memory (mobilenet_v3_small: 67 MB
+            # against 7), out of the caches the eager ops reuse.
+            dead = [self.names[n] for n in last_use.get(k, ()) if self.names.get(n, "").startswith("v")]
+            if dead:
+                self.lines.append(f"    del {', '.join(dead)}")
         if profiled:
             self.lines.append("    ranges.enter(())")
         self.lines.append(f"    return {self._expr(out)}")
+
+    @staticmethod
+    def _last_uses(steps, out):
+        """{step index: the nodes no later step or the output reads}; a step's own outputs
+        that nothing reads are dead after it too."""
+        last = {}
+        for k, (kind, item) in enumerate(steps):
+            produced = [item] if kind == "eager" else item.outputs
+            for n in produced:
+                last.setdefault(n, k)
+            read = []
+            if kind == "eager":
+                torch.fx.node.map_arg((item.args, item.kwargs), read.append)
+            else:
+                read = item.inputs
+            for n in read:
+                last[n] = k
+        kept = []
+        torch.fx.node.map_arg(out, kept.append)
+        by_step = {}
+        for n, k in last.items():
+            if n not in kept:
+                by_step.setdefault(k, []).append(n)
+        return by_step
 
     def _const(self, value):
         name = f"k{len(self.ns)}"
@@ -729,6 +689,8 @@ class CompiledFunction:
         self.name = name or (type(fn).__name__ if self.module is not None else getattr(fn, "__name__", "compiled"))
         self.explain = explain
         self.plans = {}
+        self._signatures = {}  # plan key -> its readable signature, for the recompile report
+        self._slots = None
         self._warned = set()
         # In a profile the whole call is one op (regions and the eager ops between them);
         # the call that traces and builds a signature is "compile:<name>", as in C++.
@@ -736,13 +698,29 @@ class CompiledFunction:
         self._compile_op = _C._FrameworkOp("compile:" + self.name)
 
     def _state(self):
+        """The module's parameters and buffers, (names, tensors). Where each lives (its
+        module's _parameters or _buffers, and key) is found once by walking the module tree;
+        later calls read those slots (a walk was ~0.5 ms a call on mobilenet_v3_small), and
+        walk again when a slot is gone or holds no tensor. A tensor assigned to a slot, or
+        its .data replaced, is read as the new value by the next call."""
         if self.module is None:
-            return [], []
-        names, tensors = [], []
-        for k, v in list(self.module.named_parameters()) + list(self.module.named_buffers()):
-            names.append(k)
-            tensors.append(v)
-        return names, tensors
+            return (), []
+        if self._slots is not None:
+            try:
+                tensors = [d[k] for d, k in self._slots]
+                if all(isinstance(t, torch.Tensor) for t in tensors):
+                    return self._names, tensors
+            except KeyError:
+                pass
+        names, tensors, slots = [], [], []
+        for kind, items in (("_parameters", self.module.named_parameters()), ("_buffers", self.module.named_buffers())):
+            for k, v in items:
+                path, _, attr = k.rpartition(".")
+                names.append(k)
+                tensors.append(v)
+                slots.append((getattr(self.module.get_submodule(path), kind), attr))
+        self._names, self._slots = tuple(names), slots
+        return self._names, tensors
 
     def _trace(self, names, state, args):
         if self.module is not None:
@@ -762,7 +740,8 @@ class CompiledFunction:
     def _key(self, args):
         names, state = self._state()
         flat = state + list(args)
-        return (tuple(names), _signature(flat)), names, state, flat
+        sig = _C._signature_key(flat)  # bytes, exact; None where an argument is not a tensor
+        return (names, sig if sig is not None else _signature(flat)), names, state, flat
 
     def _plan(self, args):
         key, names, state, flat = self._key(args)
@@ -781,12 +760,13 @@ class CompiledFunction:
                     self._warned.add(key_w)
                     warnings.warn(f"opscope.compile: {self.name}: {node.target} runs eagerly ({why})", stacklevel=3)
             self.plans[key] = plan
+            self._signatures[key] = (names, _signature(state + list(args)))
         return plan
 
-    def _describe_change(self, key):
-        """What differs between `key` and the signature compiled last: "argument 0: shape
-        (1, 12) -> (1, 13)" (sequence lengths, dtypes, devices), for the recompile report."""
-        (names, sig), (old_names, old_sig) = key, next(reversed(self.plans))
+    def _describe_change(self, names, flat):
+        """What differs between the call's inputs and the signature compiled last: "argument
+        0: shape (1, 12) -> (1, 13)" (sequence lengths, dtypes, devices), for the recompile report."""
+        sig, (old_names, old_sig) = _signature(flat), self._signatures[next(reversed(self.plans))]
         if names != old_names:
             return "the module's parameters or buffers changed"
         n = len(names)
@@ -801,7 +781,7 @@ class CompiledFunction:
             return f"{what}: " + ", ".join(shown)
         return f"{len(sig)} inputs instead of {len(old_sig)}"
 
-    def _admit(self, key):
+    def _admit(self, names, flat):
         """Whether a new signature compiles: reported as a recompile (what changed), and
         refused past recompile_limit (as dynamo's cache_size_limit): then the call runs
         eagerly, with one warning, instead of compiling without end."""
@@ -812,16 +792,16 @@ class CompiledFunction:
                 self._warned.add("recompile_limit")
                 warnings.warn(f"[opscope.compile] {self.name}: {len(self.plans)} input signatures compiled "
                               f"(recompile_limit={self.recompile_limit}); new ones run eagerly from now on. "
-                              f"Last change: {self._describe_change(key)}", stacklevel=3)
+                              f"Last change: {self._describe_change(names, flat)}", stacklevel=3)
             return False
         warnings.warn(f"[opscope.compile] {self.name}: recompiling ({len(self.plans) + 1} of at most "
-                      f"{self.recompile_limit}) for {self._describe_change(key)}", stacklevel=3)
+                      f"{self.recompile_limit}) for {self._describe_change(names, flat)}", stacklevel=3)
         return True
 
     def __call__(self, *args):
         key, names, state, flat = self._key(args)
         plan = self.plans.get(key)
-        if plan is None and not self._admit(key):
+        if plan is None and not self._admit(names, flat):
             return self.fn(*args)
         op = self._op if plan is not None else self._compile_op
         opened = op.begin(args)  # False unless a profile records torch's ops

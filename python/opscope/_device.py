@@ -48,6 +48,11 @@ def empty_cache(dev=None):
     _C.empty_cache(_index(dev))
 
 
+def reset_peak_memory_stats(dev=None):
+    """memory_stats()'s peak_allocated_bytes starts again from the bytes allocated now."""
+    _C.reset_peak_memory_stats(_index(dev))
+
+
 class Stream:
     """An in-order queue of launches on the device (a new one, or an existing opscope stream)."""
 

@@ -173,6 +173,14 @@ def test_memory_stats_count_allocations(dev):
     assert after["allocated_bytes"] - before["allocated_bytes"] >= 4 << 20
     assert after["num_allocs"] == before["num_allocs"] + 1
     del keep
+    # The peak starts again from what is allocated now, then follows new allocations.
+    opscope.synchronize()
+    opscope.reset_peak_memory_stats()
+    s = opscope.memory_stats()
+    assert s["peak_allocated_bytes"] == s["allocated_bytes"]
+    tmp = torch.empty(1 << 21, device=dev)
+    assert opscope.memory_stats()["peak_allocated_bytes"] >= s["allocated_bytes"] + (8 << 20)
+    del tmp
 
 
 def test_torch_save_of_a_device_tensor_says_to_save_cpu(dev, tmp_path):

@@ -254,4 +254,9 @@ AllocatorStats CachingAllocator::stats() const {
   return stats_;
 }
 
+void CachingAllocator::reset_peak() {
+  std::lock_guard<SpinLock> g(m_);
+  stats_.peak_allocated = stats_.allocated;
+}
+
 }  // namespace opscope

@@ -76,6 +76,9 @@ class CachingAllocator {
   // device's blocks stay alive until their launches have run).
   bool stream_ordered() const { return backend_ == nullptr; }
   AllocatorStats stats() const;
+  // Starts the high-water mark again from what is allocated now (torch.cuda's
+  // reset_peak_memory_stats): the peak of one region of a program.
+  void reset_peak();
   // The most bytes the allocator may hold from the OS (cached blocks included); 0: no
   // limit but the OS's. Lowering it under `reserved` only refuses later allocations.
   void set_capacity(int64_t bytes);

@@ -20,11 +20,12 @@ namespace py = pybind11;
 
 namespace opscope::torch_bridge {
 int device_count();
-void bind_profiler(py::module_& m);  // profiler.cpp
-void bind_compile(py::module_& m);   // compile.cpp
-void bind_c10d(py::module_& m);      // c10d_bind.cpp
+void bind_profiler(py::module_& m);   // profiler.cpp
+void bind_compile(py::module_& m);    // compile.cpp
+void bind_signature(py::module_& m);  // signature.cpp
+void bind_c10d(py::module_& m);       // c10d_bind.cpp
 Device& device(int64_t index);
-int64_t test_gate_new();             // ops_nn.cpp: gates for opscope::_test_kernel
+int64_t test_gate_new();              // ops_nn.cpp: gates for opscope::_test_kernel
 void test_gate_open(int64_t gate);
 
 namespace {
@@ -78,6 +79,7 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("device") = 0);
   m.def("memory_stats", &memory_stats_dict, py::arg("device") = 0);
   m.def("empty_cache", [](int64_t i) { device(i).allocator().empty_cache(); }, py::arg("device") = 0);
+  m.def("reset_peak_memory_stats", [](int64_t i) { device(i).allocator().reset_peak(); }, py::arg("device") = 0);
 
   py::class_<Stream, std::unique_ptr<Stream, py::nodelete>>(m, "_Stream")
       .def_property_readonly("id", &Stream::id)
@@ -110,6 +112,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_test_gate_open", &test_gate_open);
   bind_profiler(m);
   bind_compile(m);
+  bind_signature(m);
   bind_c10d(m);
 
   py::register_exception<opscope::Error>(m, "Error", PyExc_RuntimeError);

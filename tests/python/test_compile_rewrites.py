@@ -1,0 +1,126 @@
+"""opscope.compile's graph rewrites and per-call guard: an eval batch norm folded into the
+convolution before it (and kept where folding would be wrong), intermediates dropped after
+their last use, and the module's parameters read from where they live on every call."""
+import warnings
+
+import torch
+
+import opscope
+from opscope.profiler import profile
+
+
+def _randomize_norms(m):
+    """Batch norms with statistics and affine parameters far from their defaults, so a
+    folding that dropped any of them would show."""
+    g = torch.Generator().manual_seed(0)
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            c = mod.num_features
+            mod.running_mean.copy_(torch.randn(c, generator=g))
+            mod.running_var.copy_(torch.rand(c, generator=g) + 0.5)
+            if mod.affine:
+                mod.weight.data.copy_(torch.randn(c, generator=g))
+                mod.bias.data.copy_(torch.randn(c, generator=g))
+    return m
+
+
+def _eager(m, x):
+    with torch.no_grad():
+        return m(x)
+
+
+def _close(got, want):
+    torch.testing.assert_close(got.cpu(), want.cpu(), atol=1e-5, rtol=1e-5)
+
+
+def _kernels_and_ops(fn, *args):
+    with torch.no_grad(), profile() as prof:
+        fn(*args)
+        opscope.synchronize()
+    return [e.key for e in prof.key_averages()]
+
+
+def test_eval_batch_norms_fold_into_the_convolutions_before_them(dev):
+    m = _randomize_norms(torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, groups=8), torch.nn.BatchNorm2d(8, eps=1e-3),   # depthwise, with a bias
+        torch.nn.Conv2d(8, 4, 1), torch.nn.BatchNorm2d(4, affine=False))).eval().to(dev)
+    x = torch.randn(2, 3, 12, 12).to(dev)
+    c = opscope.compile(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "convolution runs eagerly": the library's kernel, not generated code
+        _close(c(x), _eager(m, x))
+    keys = _kernels_and_ops(c, x)
+    assert not any("batch_norm" in k for k in keys), keys
+    assert sum(k.startswith("conv2d") for k in keys) == 3, keys
+    # The folded weights read the norms' state: changed in place, or assigned anew, the
+    # next call reads it without recompiling.
+    with torch.no_grad():
+        m[1].running_var.mul_(3.0)
+        m[4].bias.add_(1.0)
+    _close(c(x), _eager(m, x))
+    m[6].running_mean = torch.randn(4).to(dev)
+    _close(c(x), _eager(m, x))
+    assert len(c.plans) == 1
+
+
+def test_a_norm_whose_convolution_output_is_read_elsewhere_is_not_folded(dev):
+    class Residual(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            y = self.conv(x)
+            return self.bn(y) + y  # folding would change y as the add reads it
+
+    m = _randomize_norms(Residual()).eval().to(dev)
+    x = torch.randn(2, 4, 6, 6).to(dev)
+    c = opscope.compile(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _close(c(x), _eager(m, x))
+    assert any("batch_norm" in k for k in _kernels_and_ops(c, x))
+
+
+def test_a_plan_drops_each_intermediate_after_its_last_use(dev):
+    def chain(x):
+        for _ in range(8):
+            x = torch.cumsum(x, 0) * 0.5  # cumsum is not lowered: each step an eager op's output
+        return x
+
+    x = torch.randn(1 << 23).to(dev)  # 32 MiB a value
+    size = x.numel() * x.element_size()
+    c = opscope.compile(chain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = chain(x).cpu()
+        c(x)
+    opscope.synchronize()
+    base = opscope.memory_stats()["allocated_bytes"]
+    opscope.reset_peak_memory_stats()
+    got = c(x)
+    opscope.synchronize()
+    grew = opscope.memory_stats()["peak_allocated_bytes"] - base
+    _close(got, want)
+    # Held to the end, the 16 values would take 16 x 32 MiB; dropped, a few at a time.
+    assert grew <= 4 * size, grew / size
+
+
+def test_parameters_are_read_from_the_module_on_every_call(dev):
+    m = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh()).to(dev)
+    x = torch.randn(4, 16).to(dev)
+    c = opscope.compile(m)
+    _close(c(x), _eager(m, x))
+    m[0].weight = torch.nn.Parameter(torch.randn(8, 16).to(dev))  # a new tensor in the slot
+    _close(c(x), _eager(m, x))
+    m[0].bias.data = torch.randn(8).to(dev)  # the same Parameter, new data
+    _close(c(x), _eager(m, x))
+    assert len(c.plans) == 1
+    m[0].bias = None  # a parameter gone: the state is walked again and compiles anew
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = c(x)
+    _close(got, _eager(m, x))
+    assert len(c.plans) == 2
+    assert any("parameters or buffers changed" in str(r.message) for r in w), [str(r.message) for r in w]
