@@ -218,8 +218,9 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
 
 // On a machine with as many cores as CPUs, the last core shares the host thread's CPU:
 // whenever it works while the host submits, the host waits for a time slice, so then it
-// joins only launches that move enough bytes to pay for that. While the host waits for
-// the device (synchronize) its CPU is free, and that core joins every launch. Launches
+// joins only launches that move enough bytes to pay for that. A launch the host waits for
+// (synchronize) runs while the host sleeps, its CPU free, and that core joins it; one after
+// the launch the host waits for does not (the host may be submitting again). Launches
 // that declare no cost keep every core, and the static schedule keeps every core too.
 // What a launch is cut into shows how many cores it was given: one slice runs whole on
 // the scheduler core; two slices are cut into 2 x kChunksPerCore chunks (steal) or 2
@@ -227,7 +228,7 @@ TEST(Runtime, AFreeCoreTakesWhatAHeldUpCoreLeft) {
 // joined, so both take part on any machine. A gated kernel holds the scheduler until the
 // launch under test is queued behind it, so the host is submitting (or waiting) when that
 // launch starts, whatever the timing.
-TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhileTheHostWaits) {
+TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhenTheHostWaitsForThem) {
   cpu_set_t all;
   CPU_ZERO(&all);
   ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
@@ -246,7 +247,7 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhileTheHostWaits) {
     size_t chunks = 0, threads = 0;
     bool joined = true;  // where chunks > 1: the second core came
   };
-  enum class Host { submits, waits };
+  enum class Host { submits, waits, waits_for_the_launch_before };
   auto cut_of = [&](CpuDevice& dev, int64_t bytes, Host host_does) {
     std::set<std::thread::id> threads;
     std::atomic<int> seen{0}, units{0}, gated{0};
@@ -255,6 +256,9 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhileTheHostWaits) {
     bool joined = true;
     std::mutex m;
     launch_gated(dev, gate, gated, 1);
+    Stream& s = dev.stream(0);
+    if (host_does == Host::waits_for_the_launch_before) submit_split(dev, [](int64_t, int64_t) {}, 1);
+    const uint64_t before = s.submitted();
     submit_split(
         dev,
         [&](int64_t b, int64_t e) {
@@ -273,12 +277,15 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhileTheHostWaits) {
       EXPECT_TRUE(wait_until([&] { return units.load() == 1000; }));
       dev.synchronize();
     } else {
+      const uint64_t until = host_does == Host::waits ? s.submitted() : before;
       std::thread opener([&] {
-        EXPECT_TRUE(wait_until([&] { return dev.stream(0).has_waiter(); }));
+        EXPECT_TRUE(wait_until([&] { return s.waited() == until; }));
         gate.store(true);
       });
-      dev.synchronize();
+      s.wait_for(until);
       opener.join();
+      EXPECT_TRUE(wait_until([&] { return units.load() == 1000; }));
+      dev.synchronize();
     }
     return Cut{chunks, threads.size(), joined};
   };
@@ -288,7 +295,8 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhileTheHostWaits) {
   cut_of(dev, 1, Host::submits);
   const size_t steal_chunks = 2 * CpuDevice::kChunksPerCore;
   Cut small = cut_of(dev, 1 << 20, Host::submits), big = cut_of(dev, 64 << 20, Host::submits),
-      unknown = cut_of(dev, 0, Host::submits), small_waited = cut_of(dev, 1 << 20, Host::waits);
+      unknown = cut_of(dev, 0, Host::submits), small_waited = cut_of(dev, 1 << 20, Host::waits),
+      small_after_waited = cut_of(dev, 1 << 20, Host::waits_for_the_launch_before);
   EXPECT_EQ(small.chunks, 1u);  // 1 MiB while the host submits: one slice, the host keeps its CPU
   EXPECT_EQ(small.threads, 1u);
   EXPECT_EQ(big.chunks, steal_chunks);  // 64 MiB: both cores
@@ -300,6 +308,8 @@ TEST(Runtime, ACoreOnTheHostsCpuJoinsSmallLaunchesOnlyWhileTheHostWaits) {
   EXPECT_EQ(small_waited.chunks, steal_chunks);  // 1 MiB while the host waits: both cores
   EXPECT_TRUE(small_waited.joined);
   EXPECT_EQ(small_waited.threads, 2u);
+  EXPECT_EQ(small_after_waited.chunks, 1u);  // after the launch waited for: the host may run
+  EXPECT_EQ(small_after_waited.threads, 1u);
   CpuDevice fixed(2, /*pin=*/true, 0, CpuSchedule::static_slices);
   cut_of(fixed, 1, Host::submits);
   Cut fixed_small = cut_of(fixed, 1 << 20, Host::submits);

@@ -29,9 +29,10 @@ constexpr int64_t kBlockedSleepNs = 200'000;
 // takes a time slice from the host whenever it works: the host's next launches wait.
 // While the host submits, it joins only launches this big (bytes moved, plus flops at 4
 // per byte); measured on 2 vCPUs, RMSNorm on 8-64 MiB ran 1.3-2x faster with it, on
-// 0.5-2 MiB 1.5-2.5x slower. While a thread waits for the device (the end of a forward:
-// synchronize, .cpu()), it joins every launch: the host sleeps, that CPU is free
-// (efficientnet_b0's forward 16.3 -> 13.5 ms, regnet_y_400mf 11.1 -> 9.4).
+// 0.5-2 MiB 1.5-2.5x slower. A launch that a thread in wait_for waits for (the end of a
+// forward: synchronize, .cpu()) it joins whatever its size: until that launch has run,
+// the host sleeps and that CPU is free (efficientnet_b0's forward 16.3 -> 13.5 ms,
+// regnet_y_400mf 11.1 -> 9.4). Launches after it do not: the host may be running again.
 constexpr int64_t kHostCoreMinCost = int64_t(8) << 20;
 
 bool pin_to_cpu(int cpu) {
@@ -205,14 +206,17 @@ void CpuDevice::scheduler_loop() {
         did = true;
       }
     }
+    // The host thread moved onto this CPU (the OS may put it there when it wakes): while
+    // both run, they take turns by time slices of milliseconds, so leave now, not at the
+    // next idle moment (a queue that never drains never has one).
+    if (pinned_ && num_cores_ > 1 && submit_cpu_.load(std::memory_order_relaxed) == cpu_of_core_[0].load())
+      move_off_host_cpu();
     if (did) continue;
     if (stop_.load()) {
       bool empty = true;
       for (int i = 0; i < n; ++i) empty = empty && (stream(i).engine() || stream(i).query());
       if (empty) break;
     }
-    if (pinned_ && num_cores_ > 1 && submit_cpu_.load(std::memory_order_relaxed) == cpu_of_core_[0].load())
-      move_off_host_cpu();
     // Idle: poll the queues for a while, then sleep until a submit wakes us. The poll
     // yields now and then: should the host thread share this CPU, it gets to run.
     // Launches still waiting for another stream (a collective on an engine, say) do not
@@ -282,13 +286,6 @@ void CpuDevice::helper_loop(int core) {
     seen = job_gen_.load(std::memory_order_acquire);
     run_chunks(core);
   }
-}
-
-bool CpuDevice::host_waits() {
-  int n = num_streams();
-  for (int i = 0; i < n; ++i)
-    if (stream(i).has_waiter()) return true;
-  return false;
 }
 
 bool CpuDevice::shares_host_cpu(uint32_t core) const {
@@ -376,7 +373,7 @@ void CpuDevice::execute(Launch& l, Stream& s) {
   int64_t grains = std::max<int64_t>(1, (l.work + grain - 1) / grain);
   uint32_t n = uint32_t(std::min<int64_t>(num_cores_, grains));
   if (schedule_ == CpuSchedule::steal && n > 1 && n == uint32_t(num_cores_) && shares_host_cpu(n - 1) &&
-      (l.bytes > 0 || l.flops > 0) && l.bytes + l.flops / 4 < kHostCoreMinCost && !host_waits())
+      (l.bytes > 0 || l.flops > 0) && l.bytes + l.flops / 4 < kHostCoreMinCost && s.waited() < l.seq)
     --n;  // (a launch that says nothing of its cost keeps every core)
   // A few chunks per slice, so what a late core leaves can be shared out.
   const uint32_t per = schedule_ == CpuSchedule::static_slices || n == 1

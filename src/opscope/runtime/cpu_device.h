@@ -5,8 +5,8 @@
 // front, and a core that is done takes what is left of another's from the back. So a
 // core that is asleep or preempted when the launch starts does not hold it up, and when
 // none is late each core touches the same data as in the launch before (its cache holds
-// it). A core on the host thread's CPU joins only big launches while the host submits,
-// and every launch while it waits for the device (see kHostCoreMinCost).
+// it). A core on the host thread's CPU joins only big launches, and any launch a thread
+// waits for in synchronize (see kHostCoreMinCost).
 // OPSCOPE_CPU_SCHEDULE=static turns both off: every core runs its slice of every launch.
 #pragma once
 #include <atomic>
@@ -60,7 +60,6 @@ class CpuDevice final : public Device {
   void run_chunks(int core);
   void run_body(Launch& l, int64_t begin, int64_t end);
   bool shares_host_cpu(uint32_t core) const;
-  bool host_waits();  // a thread is in a stream's wait_for
   void record_error(std::exception_ptr e);
 
   int num_cores_;

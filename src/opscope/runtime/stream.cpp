@@ -151,7 +151,8 @@ void Stream::retire_head() {
 
 void Stream::wait_for(uint64_t seq) {
   if (completed_.load(std::memory_order_acquire) < seq) {
-    waiting_.fetch_add(1, std::memory_order_relaxed);
+    for (uint64_t w = waited_.load(std::memory_order_relaxed); w < seq && !waited_.compare_exchange_weak(w, seq);) {
+    }
     // Poll briefly (short kernels finish within microseconds), then sleep.
     for (int i = 0; i < 2000 && completed_.load(std::memory_order_acquire) < seq; ++i) _mm_pause();
     while (completed_.load(std::memory_order_acquire) < seq) {
@@ -160,7 +161,6 @@ void Stream::wait_for(uint64_t seq) {
       if (completed_.load(std::memory_order_seq_cst) < seq) futex_wait(retire_epoch_, epoch);
       waiters_.fetch_sub(1, std::memory_order_relaxed);
     }
-    waiting_.fetch_sub(1, std::memory_order_relaxed);
   }
   // What the finished kernels kept alive (inputs, outputs) goes back to the allocator.
   std::lock_guard<SpinLock> g(m_);

@@ -87,9 +87,9 @@ class Stream {
 
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
   uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
-  // A thread is in wait_for (synchronize, a copy to the host) until this stream catches
-  // up: it polls a few microseconds, then sleeps, and submits nothing meanwhile.
-  bool has_waiter() const { return waiting_.load(std::memory_order_relaxed) > 0; }
+  // The furthest launch a thread in wait_for (synchronize, a copy to the host) has waited
+  // for: until the launches up to it have run, that thread sleeps and submits nothing.
+  uint64_t waited() const { return waited_.load(std::memory_order_relaxed); }
   // Blocks until `seq` has completed (no error check), then releases what the
   // finished launches kept alive.
   void wait_for(uint64_t seq);
@@ -134,7 +134,7 @@ class Stream {
   alignas(64) Launch* head_;  // scheduler only: the last retired launch (or the sentinel)
   std::atomic<uint64_t> completed_{0};
   std::atomic<int> waiters_{0};  // read at every retirement, written only by waiters
-  std::atomic<int> waiting_{0};  // threads inside wait_for (waiters_ counts those asleep)
+  std::atomic<uint64_t> waited_{0};  // the largest seq wait_for was called for
   std::atomic<uint32_t> retire_epoch_{0};  // futex word: bumped at every retirement
   alignas(64) std::atomic<bool> failed_{false};
   std::string error_;  // guarded by m_
