@@ -190,6 +190,40 @@ TEST(Conv2d, EachShapeRunsItsKernelWithItsFlops) {
   EXPECT_EQ(k.bytes, x.nbytes() + 8 * 25 * (4 + 8));  // values and i64 indices
 }
 
+// An activation in the kernel's epilogue: the same values as the convolution followed by
+// the elementwise op, in one launch named for both; for every kernel (im2col, 1x1,
+// depthwise), with and without a bias, and for bf16 (the activation then its own op).
+TEST(Conv2d, FusedActivationEqualsTheOpAfterIt) {
+  Tensor x = randn({2, 8, 9, 9}, 1);
+  Tensor w3 = randn({16, 8, 3, 3}, 2), w1 = randn({16, 8, 1, 1}, 3), wd = randn({8, 1, 3, 3}, 4);
+  Tensor b16 = randn({16}, 5), b8 = randn({8}, 6);
+  struct K {
+    const char* base;
+    Tensor w, b;
+    Size2 padding;
+    int64_t groups;
+  };
+  const std::vector<K> kernels = {{"conv2d", w3, b16, {1, 1}, 1}, {"conv2d_1x1", w1, {}, {0, 0}, 1},
+                                  {"conv2d_depthwise", wd, b8, {1, 1}, 8}};
+  for (Activation act : {Activation::relu, Activation::relu6, Activation::hardswish, Activation::silu})
+    for (const K& k : kernels) {
+      std::string what = fmt::format("{} + {}", k.base, cpu_kernels::activation_name(act));
+      Tensor fused;
+      auto ks = kernels_of([&] { fused = conv2d(x * 4.0, k.w, k.b, {1, 1}, k.padding, {1, 1}, k.groups, act); });
+      ASSERT_EQ(ks.size(), 2u) << what;  // the scaling mul, then one convolution
+      EXPECT_EQ(ks[1].name, fmt::format("{}_{}_f32", k.base, cpu_kernels::activation_name(act))) << what;
+      Tensor want = activation(conv2d(x * 4.0, k.w, k.b, {1, 1}, k.padding, {1, 1}, k.groups), act);
+      std::vector<float> got_v = fused.to_float_vector(), want_v = want.to_float_vector();
+      ASSERT_EQ(got_v.size(), want_v.size()) << what;
+      for (size_t i = 0; i < got_v.size(); ++i) ASSERT_EQ(got_v[i], want_v[i]) << what << " at " << i;
+    }
+  // 16-bit: computed in f32 as before, the activation its own op on the rounded result.
+  Tensor xb = x.to(DType::bf16), wb = w3.to(DType::bf16);
+  Tensor yb = conv2d(xb, wb, {}, {1, 1}, {1, 1}, {1, 1}, 1, Activation::hardswish);
+  EXPECT_EQ(yb.dtype(), DType::bf16);
+  EXPECT_EQ(yb.to_float_vector(), hardswish(conv2d(xb, wb, {}, {1, 1}, {1, 1})).to_float_vector());
+}
+
 TEST(Conv2d, BadInput) {
   Tensor x = randn({1, 4, 6, 6}, 1), w = randn({2, 4, 3, 3}, 2);
   EXPECT_EQ(error_of([&] { conv2d(randn({4, 6, 6}, 1), w); }), "[conv2d] x has shape (4, 6, 6); it must be (N, C, H, W)");

@@ -154,13 +154,62 @@ def fold_batch_norms(gm, state=()):
             out = g.call_function(aten.convolution.default,
                                   (x, fw, fb, stride, padding, dilation, transposed, output_padding, groups))
         out.meta.update(conv.meta)
-        for k in (fw, fb):
+        for k, like in ((fw, w), (fb, mean)):  # the folded values have the weight's and the mean's shapes
             k.meta.update(conv.meta)
-            k.meta.pop("val", None)
+            k.meta["val"] = _val(like)
         for u in outs:
             if u.args[1] == 0:
                 u.replace_all_uses_with(out)
             g.erase_node(u)
+        g.erase_node(n)
+        g.erase_node(conv)
+        changed = True
+    if changed:
+        gm.recompile()
+
+
+# Activation nodes (functional or in place) a convolution takes as its epilogue, by the
+# name opscope::conv2d_act knows them by; hardtanh only as ReLU6.
+_CONV_ACTIVATIONS = {
+    aten.relu.default: "relu", aten.relu_.default: "relu",
+    aten.hardswish.default: "hardswish", aten.hardswish_.default: "hardswish",
+    aten.silu.default: "silu", aten.silu_.default: "silu",
+    aten.hardtanh.default: "relu6", aten.hardtanh_.default: "relu6",
+}
+
+
+def _fusable_conv(conv):
+    """A 2-d, not transposed, f32 convolution on opscope's device whose output only the
+    activation reads."""
+    if not isinstance(conv, torch.fx.Node) or conv.target is not aten.convolution.default or len(conv.users) != 1:
+        return False
+    x, w, _, stride, padding, dilation, transposed, _, _ = conv.args
+    xv, wv, out = _val(x), _val(w), _val(conv)
+    return (not transposed and xv is not None and wv is not None and out is not None and xv.dim() == 4
+            and wv.dim() == 4 and out.dtype == torch.float32 and out.device.type == "privateuseone"
+            and all(len(v) == 2 for v in (stride, padding, dilation)))
+
+
+def fuse_conv_activations(gm):
+    """conv2d followed by relu, ReLU6, hardswish or silu becomes opscope::conv2d_act: the
+    activation in the convolution kernel's epilogue, applied to each output block while it
+    is in cache, instead of a pass of its own over the activations (oneDNN's post-ops,
+    Inductor's conv-unary fusion)."""
+    g = gm.graph
+    changed = False
+    for n in list(g.nodes):
+        act = _CONV_ACTIVATIONS.get(n.target) if n.op == "call_function" else None
+        if act is None or not _fusable_conv(n.args[0]):
+            continue
+        if act == "relu6" and tuple(n.args[1:3]) != (0.0, 6.0) and tuple(n.args[1:3]) != (0, 6):
+            continue
+        conv = n.args[0]
+        x, w, b, stride, padding, dilation, _, _, groups = conv.args
+        with g.inserting_before(n):
+            fused = g.call_function(torch.ops.opscope.conv2d_act.default,
+                                    (x, w, b, list(stride), list(padding), list(dilation), groups, act))
+        fused.meta.update(conv.meta)
+        n.replace_all_uses_with(fused)
         g.erase_node(n)
         g.erase_node(conv)
         changed = True

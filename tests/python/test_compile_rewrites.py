@@ -3,6 +3,7 @@ convolution before it (and kept where folding would be wrong), intermediates dro
 their last use, and the module's parameters read from where they live on every call."""
 import warnings
 
+import pytest
 import torch
 
 import opscope
@@ -22,6 +23,9 @@ def _randomize_norms(m):
                 mod.weight.data.copy_(torch.randn(c, generator=g))
                 mod.bias.data.copy_(torch.randn(c, generator=g))
     return m
+
+
+F_hardswish = torch.nn.functional.hardswish
 
 
 def _eager(m, x):
@@ -124,3 +128,38 @@ def test_parameters_are_read_from_the_module_on_every_call(dev):
     _close(got, _eager(m, x))
     assert len(c.plans) == 2
     assert any("parameters or buffers changed" in str(r.message) for r in w), [str(r.message) for r in w]
+
+
+def test_convolutions_take_the_activation_after_them_as_their_epilogue(dev):
+    m = _randomize_norms(torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8), torch.nn.Hardswish(inplace=True),
+        torch.nn.Conv2d(8, 8, 3, groups=8, padding=1), torch.nn.ReLU(),            # depthwise
+        torch.nn.Conv2d(8, 8, 1), torch.nn.ReLU6(),                                 # 1x1, hardtanh(0, 6)
+        torch.nn.Conv2d(8, 4, 3), torch.nn.SiLU(inplace=True),
+        torch.nn.Conv2d(4, 4, 1), torch.nn.Hardtanh(-1.0, 1.0))).eval().to(dev)    # not ReLU6: stays
+    x = torch.randn(2, 3, 14, 14).to(dev)
+    c = opscope.compile(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _close(c(x), _eager(m, x))
+    keys = _kernels_and_ops(c, x)
+    fused = sorted(k for k in keys if k.startswith("conv2d"))
+    assert fused == ["conv2d_1x1_f32", "conv2d_1x1_relu6_f32", "conv2d_depthwise_relu_f32", "conv2d_hardswish_f32",
+                     "conv2d_silu_f32"], keys
+    assert not any(k.split("_")[0] in ("relu", "hardswish", "silu") for k in keys), keys
+    assert "opscope::conv2d_act" in keys
+
+
+def test_the_fused_convolution_op_checks_its_activation_and_runs_on_cpu():
+    x, w, b = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3), torch.randn(3)
+    op = torch.ops.opscope.conv2d_act
+    for act, f in (("relu", torch.relu), ("relu6", lambda t: t.clamp(0, 6)), ("hardswish", F_hardswish),
+                   ("silu", torch.nn.functional.silu), ("", lambda t: t)):
+        want = f(torch.nn.functional.conv2d(x, w, b, 1, 1))
+        _close(op(x, w, b, [1, 1], [1, 1], [1, 1], 1, act), want)  # torch's CPU reference
+        _close(op(x.to(opscope.device()), w.to(opscope.device()), b.to(opscope.device()), [1, 1], [1, 1], [1, 1], 1,
+                  act), want)
+    with pytest.raises(RuntimeError, match=r"opscope::conv2d_act.*unknown activation 'gelu'"):
+        op(x.to(opscope.device()), w.to(opscope.device()), None, [1, 1], [0, 0], [1, 1], 1, "gelu")
+    with pytest.raises(RuntimeError, match=r"opscope::conv2d_act.*unknown activation 'tanh'"):
+        op(x, w, None, [1, 1], [0, 0], [1, 1], 1, "tanh")

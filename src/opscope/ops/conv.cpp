@@ -65,8 +65,24 @@ Tensor conv2d_by_columns(const Tensor& x, const Tensor& w, const Tensor& bias, c
 
 }  // namespace
 
+Tensor activation(const Tensor& x, Activation act) {
+  switch (act) {
+    case Activation::none: return x;
+    case Activation::relu: return relu(x);
+    case Activation::relu6: return clamp(x, 0.0, 6.0);
+    case Activation::hardswish: return hardswish(x);
+    case Activation::silu: return silu(x);
+  }
+  return x;
+}
+
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
-              int64_t groups) {
+              int64_t groups, Activation act) {
+  // The epilogue is the CPU kernel's, in f32. Elsewhere, and while the compiler traces (it
+  // records conv2d and the activation as the ops they are), the activation is its own op.
+  if (act != Activation::none &&
+      (compiler::tracing() || x.device().type() != DeviceType::cpu || x.dtype() != DType::f32))
+    return activation(conv2d(x, weight, bias, stride, padding, dilation, groups), act);
   OPSCOPE_OP("conv2d", &x, &weight, &bias);
   // ---- framework: validate, infer the output ----
   check_operands(x, weight, bias);
@@ -86,8 +102,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     if (out.numel() > 0 && g.k() == 0) {  // no input channels: an empty sum
       kernels::launch_fill(out, 0.0);
       if (bc.defined()) out = add(out, bc.reshape({g.oc, 1, 1}));
+      out = activation(out, act);
     } else if (out.numel() > 0) {
-      LaunchSpec spec = kernels::conv2d_spec(out, xc, wc, bc.defined() ? &bc : nullptr, g);
+      LaunchSpec spec = kernels::conv2d_spec(out, xc, wc, bc.defined() ? &bc : nullptr, g, act);
       if (bc.defined()) runtime::launch(x.device(), std::move(spec), {&xc, &wc, &bc}, {&out});
       else runtime::launch(x.device(), std::move(spec), {&xc, &wc}, {&out});
     }

@@ -121,6 +121,8 @@ template <Form F> void softmax_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void cat_kernel(const c10::OperatorHandle& op, Stack* s);
 // convolution and convolution_overrideable (2-d; the rest falls back as convolution).
 void convolution_kernel(const c10::OperatorHandle& op, Stack* s);
+// opscope::conv2d_act: conv2d with relu/relu6/hardswish/silu in its epilogue.
+void conv2d_act_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void max_pool2d_kernel(const c10::OperatorHandle& op, Stack* s);
 void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s);

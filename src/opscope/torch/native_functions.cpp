@@ -26,6 +26,21 @@ at::Tensor rms_norm_cpu(const at::Tensor& x, const at::Tensor& weight, double ep
   return y.to(x.scalar_type());
 }
 
+// opscope::conv2d_act on CPU (and where the device's kernel refuses): the convolution,
+// then the activation, as torch's ops.
+at::Tensor conv2d_act_cpu(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                          at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                          c10::string_view act) {
+  at::Tensor y = at::conv2d(x, weight, bias, stride, padding, dilation, groups);
+  if (act == "relu") return at::relu(y);
+  if (act == "relu6") return at::clamp(y, 0, 6);
+  if (act == "hardswish") return at::hardswish(y);
+  if (act == "silu") return at::silu(y);
+  TORCH_CHECK(act.empty(), "opscope::conv2d_act: unknown activation '", std::string(act),
+              "' (expected relu, relu6, hardswish or silu)");
+  return y;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -315,12 +330,20 @@ TORCH_LIBRARY_IMPL(_, AutogradPrivateUse1, m) { m.fallback(torch::CppFunction::m
 // opscope's own ops: torch.ops.opscope.rms_norm (Python: opscope.ops.rms_norm).
 TORCH_LIBRARY(opscope, m) {
   m.def("rms_norm(Tensor x, Tensor weight, float eps=1e-6) -> Tensor");
+  // A convolution with its activation in the kernel's epilogue (opscope.compile's rewrite
+  // of conv2d + relu/relu6/hardswish/silu): act is one of those names.
+  m.def("conv2d_act(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, "
+        "int groups, str act) -> Tensor");
   m.def("_test_kernel(Tensor x, int gate, bool fail) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(opscope, PrivateUse1, m) {
   m.impl("rms_norm", boxed<rms_norm_kernel>());
+  m.impl("conv2d_act", boxed<conv2d_act_kernel>());
   m.impl("_test_kernel", boxed<test_kernel>());
 }
-TORCH_LIBRARY_IMPL(opscope, CPU, m) { m.impl("rms_norm", TORCH_FN(rms_norm_cpu)); }
+TORCH_LIBRARY_IMPL(opscope, CPU, m) {
+  m.impl("rms_norm", TORCH_FN(rms_norm_cpu));
+  m.impl("conv2d_act", TORCH_FN(conv2d_act_cpu));
+}
 
 }  // namespace opscope::torch_bridge

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "opscope/kernels/cpu/sgemm.h"
@@ -89,25 +91,44 @@ void im2col_block(const float* xg, const Window2d& g, const ColumnRange* ranges,
   }
 }
 
-// Adds bias[o] to rows o of the block C (rows x cols, row stride ldc).
-void add_bias(float* c, int64_t ldc, const float* bias, int64_t rows, int64_t cols) {
+// The block C (rows x cols, row stride ldc) after sgemm: bias[o] added to row o (bias
+// may be null), then the activation, while the block is in cache.
+void epilogue(float* c, int64_t ldc, const float* bias, Activation act, int64_t rows, int64_t cols) {
   for (int64_t o = 0; o < rows; ++o) {
-    float b = bias[o];
     float* r = c + o * ldc;
-    for (int64_t j = 0; j < cols; ++j) r[j] += b;
+    if (bias) {
+      float b = bias[o];
+      for (int64_t j = 0; j < cols; ++j) r[j] += b;
+    }
+    apply_activation(act, r, cols);
   }
+}
+
+// "conv2d_1x1_f32", or with a fused activation "conv2d_1x1_relu_f32": made once per name.
+const std::string& kernel_name(int base, Activation act) {
+  static const std::array<const char*, 3> bases = {"conv2d", "conv2d_1x1", "conv2d_depthwise"};
+  static const auto names = [] {
+    std::array<std::array<std::string, 5>, 3> n;
+    for (size_t b = 0; b < bases.size(); ++b)
+      for (int a = 0; a < 5; ++a) {
+        std::string_view act_name = activation_name(Activation(a));
+        n[b][a] = act_name.empty() ? fmt::format("{}_f32", bases[b]) : fmt::format("{}_{}_f32", bases[b], act_name);
+      }
+    return n;
+  }();
+  return names[size_t(base)][size_t(act)];
 }
 
 // conv2d_f32 and conv2d_1x1_f32: units (n, group, pixel block, channel block), channel
 // block fastest, so that a core's consecutive units share the columns.
 LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                          const Window2d& g) {
+                          const Window2d& g, Activation act) {
   const int64_t K = g.k(), P = g.pixels(), OCg = g.ocg();
   const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
   const int64_t PB = pixel_block(K, P);
   const int64_t pblocks = (P + PB - 1) / PB, oblocks = (OCg + kChannelBlock - 1) / kChannelBlock;
   LaunchSpec spec;
-  spec.name = direct ? "conv2d_1x1_f32" : "conv2d_f32";
+  spec.name = kernel_name(direct ? 1 : 0, act);
   spec.work = g.n * g.groups * pblocks * oblocks;
   int64_t unit_flops = 2 * std::min(OCg, kChannelBlock) * K * PB;
   spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / std::max<int64_t>(unit_flops, 1));
@@ -143,7 +164,7 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
       int64_t oc0 = grp * OCg + o0;
       float* c = op + (n * g.oc + oc0) * P + p0;
       sgemm("conv2d", false, false, o1 - o0, p1 - p0, K, wp + oc0 * K, K, b_mat, ldb, 0.0f, c, P);
-      if (bp) add_bias(c, P, bp + oc0, o1 - o0, p1 - p0);
+      if (bp || act != Activation::none) epilogue(c, P, bp ? bp + oc0 : nullptr, act, o1 - o0, p1 - p0);
     }
   };
   return spec;
@@ -229,10 +250,10 @@ void depthwise_plane(const float* plane, const float* w, float b, float* y, cons
 
 // conv2d_depthwise_f32: a unit is one output plane (n, o), from input channel o / (oc / c).
 LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                          const Window2d& g) {
+                          const Window2d& g, Activation act) {
   const int64_t P = g.pixels(), taps = g.kh * g.kw, mult = g.ocg();
   LaunchSpec spec;
-  spec.name = "conv2d_depthwise_f32";
+  spec.name = kernel_name(2, act);
   spec.work = g.n * g.oc;
   // Vector loops over a plane at a time: a quarter of the gemm kernels' threshold is worth a core.
   spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / 4 / std::max<int64_t>(2 * P * taps, 1));
@@ -255,6 +276,7 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
       float b = bp ? bp[o] : 0.0f;
       if (by_rows) depthwise_rows(plane, wp + o * taps, b, op + u * P, g, ranges.data());
       else depthwise_plane(plane, wp + o * taps, b, op + u * P, g, buf);
+      apply_activation(act, op + u * P, P);
     }
   };
   return spec;
@@ -263,9 +285,9 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
 }  // namespace
 
 LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                       const Window2d& g) {
-  if (g.cg() == 1 && g.groups > 1) return depthwise_spec(out, x, weight, bias, g);
-  return gemm_conv_spec(out, x, weight, bias, g);
+                       const Window2d& g, Activation act) {
+  if (g.cg() == 1 && g.groups > 1) return depthwise_spec(out, x, weight, bias, g, act);
+  return gemm_conv_spec(out, x, weight, bias, g, act);
 }
 
 }  // namespace opscope::cpu_kernels

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "opscope/kernels/cpu/activation.h"
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/stream_store.h"
@@ -129,9 +130,8 @@ struct GeluTanh {
     return x * ofs_sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x));
   }
 };
-// relu6(x + 3) / 6 and x times it, as torch computes them: NaN stays NaN, and
-// hardswish(-inf) is -inf * 0 = NaN there too.
-[[gnu::always_inline]] inline float relu6_shift(float x) { return std::min(std::max(x + 3.f, 0.f), 6.f); }
+// relu6(x + 3) / 6 and x times it (relu6_shift: activation.h), as torch computes them:
+// NaN stays NaN, and hardswish(-inf) is -inf * 0 = NaN there too.
 struct Hardsigmoid {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 3;
