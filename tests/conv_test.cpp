@@ -217,6 +217,20 @@ TEST(Conv2d, FusedActivationEqualsTheOpAfterIt) {
       ASSERT_EQ(got_v.size(), want_v.size()) << what;
       for (size_t i = 0; i < got_v.size(); ++i) ASSERT_EQ(got_v[i], want_v[i]) << what << " at " << i;
     }
+  // A residual added before the activation (ResNet's skip connection): the same as the add
+  // then the activation, named for all three; a strided residual is read as its values.
+  Tensor r = randn({2, 16, 9, 9}, 7), rt = randn({2, 16, 9, 9}, 8).transpose(2, 3);
+  for (const Tensor* res : {&r, &rt}) {
+    Tensor fused;
+    auto ks = kernels_of([&] { fused = conv2d(x, w1, b16, {1, 1}, {0, 0}, {1, 1}, 1, Activation::relu, *res); });
+    ASSERT_FALSE(ks.empty());
+    EXPECT_EQ(ks.back().name, "conv2d_1x1_add_relu_f32");
+    EXPECT_EQ(fused.to_float_vector(), relu(add(conv2d(x, w1, b16), *res)).to_float_vector());
+  }
+  EXPECT_EQ(conv2d(x, wd, {}, {1, 1}, {1, 1}, {1, 1}, 8, Activation::none, randn({2, 8, 9, 9}, 9)).shape(),
+            (Shape{2, 8, 9, 9}));
+  EXPECT_EQ(error_of([&] { conv2d(x, w1, {}, {1, 1}, {0, 0}, {1, 1}, 1, Activation::relu, randn({2, 16, 9, 8}, 9)); }),
+            "[conv2d] residual has shape (2, 16, 9, 8); it must be the output's, (2, 16, 9, 9)");
   // 16-bit: computed in f32 as before, the activation its own op on the rounded result.
   Tensor xb = x.to(DType::bf16), wb = w3.to(DType::bf16);
   Tensor yb = conv2d(xb, wb, {}, {1, 1}, {1, 1}, {1, 1}, 1, Activation::hardswish);

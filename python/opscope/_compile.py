@@ -23,7 +23,7 @@ from torch.nn.utils import stateless
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as _get_dispatch_modes
 
 from . import _C
-from ._graph_rewrites import (drop_unused, fold_batch_norms, foldable_nodes, fuse_conv_activations,
+from ._graph_rewrites import (drop_unused, fold_batch_norms, foldable_nodes, fuse_conv_epilogues,
                               rewrite_constant_masks)
 
 aten = torch.ops.aten
@@ -424,7 +424,7 @@ class _Plan:
         drop_unused(gm)
         rewrite_constant_masks(gm, self.state)
         fold_batch_norms(gm, self.state)
-        fuse_conv_activations(gm)
+        fuse_conv_epilogues(gm)
         self.folded, everything, self.stateful = foldable_nodes(gm, self.state)
         steps, reasons = lower_graph(gm, everything)
         self.eager_reasons = reasons

@@ -179,8 +179,7 @@ _CONV_ACTIVATIONS = {
 
 
 def _fusable_conv(conv):
-    """A 2-d, not transposed, f32 convolution on opscope's device whose output only the
-    activation reads."""
+    """A 2-d, not transposed, f32 convolution on opscope's device that only one node reads."""
     if not isinstance(conv, torch.fx.Node) or conv.target is not aten.convolution.default or len(conv.users) != 1:
         return False
     x, w, _, stride, padding, dilation, transposed, _, _ = conv.args
@@ -190,28 +189,56 @@ def _fusable_conv(conv):
             and all(len(v) == 2 for v in (stride, padding, dilation)))
 
 
-def fuse_conv_activations(gm):
-    """conv2d followed by relu, ReLU6, hardswish or silu becomes opscope::conv2d_act: the
-    activation in the convolution kernel's epilogue, applied to each output block while it
-    is in cache, instead of a pass of its own over the activations (oneDNN's post-ops,
-    Inductor's conv-unary fusion)."""
+def _residual_of(add, conv):
+    """The other operand of `add` when it adds a tensor of the convolution's shape and dtype
+    to it (out + identity, or identity + out; in place only into the convolution's own
+    output, which nothing else reads), else None."""
+    if add.target not in (aten.add.Tensor, aten.add_.Tensor) or add.kwargs.get("alpha", 1) != 1 or len(add.args) != 2:
+        return None
+    a, b = add.args
+    if add.target is aten.add_.Tensor and a is not conv:
+        return None  # identity += out would change identity for its other readers
+    other = b if a is conv else a
+    ov, cv = _val(other), _val(conv)
+    if other is conv or ov is None or ov.shape != cv.shape or ov.dtype != cv.dtype:
+        return None
+    return other
+
+
+def fuse_conv_epilogues(gm):
+    """conv2d, then a residual add (ResNet's skip connection), then relu, ReLU6, hardswish
+    or silu — either or both — becomes opscope::conv2d_act: the add and the activation in
+    the convolution kernel's epilogue, applied to each output block while it is in cache,
+    instead of a pass each over the activations (oneDNN's sum and eltwise post-ops,
+    Inductor's conv fusions)."""
     g = gm.graph
     changed = False
-    for n in list(g.nodes):
-        act = _CONV_ACTIVATIONS.get(n.target) if n.op == "call_function" else None
-        if act is None or not _fusable_conv(n.args[0]):
+    for conv in list(g.nodes):
+        if not _fusable_conv(conv):
             continue
-        if act == "relu6" and tuple(n.args[1:3]) != (0.0, 6.0) and tuple(n.args[1:3]) != (0, 6):
+        chain, act = [conv], ""  # the nodes the fused op replaces, in order
+        residual = _residual_of(next(iter(conv.users)), conv)
+        if residual is not None:
+            chain.append(next(iter(conv.users)))
+        if len(chain[-1].users) == 1:
+            n = next(iter(chain[-1].users))
+            name = _CONV_ACTIVATIONS.get(n.target) if n.op == "call_function" and n.args[0] is chain[-1] else None
+            if name == "relu6" and tuple(n.args[1:3]) not in ((0.0, 6.0), (0, 6)):
+                name = None
+            if name:
+                chain.append(n)
+                act = name
+        if len(chain) == 1:
             continue
-        conv = n.args[0]
+        tail = chain[-1]
         x, w, b, stride, padding, dilation, _, _, groups = conv.args
-        with g.inserting_before(n):
+        with g.inserting_before(tail):
             fused = g.call_function(torch.ops.opscope.conv2d_act.default,
-                                    (x, w, b, list(stride), list(padding), list(dilation), groups, act))
+                                    (x, w, b, list(stride), list(padding), list(dilation), groups, act, residual))
         fused.meta.update(conv.meta)
-        n.replace_all_uses_with(fused)
-        g.erase_node(n)
-        g.erase_node(conv)
+        tail.replace_all_uses_with(fused)
+        for n in reversed(chain):  # the activation, the add, then the convolution
+            g.erase_node(n)
         changed = True
     if changed:
         gm.recompile()

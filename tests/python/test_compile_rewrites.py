@@ -150,6 +150,36 @@ def test_convolutions_take_the_activation_after_them_as_their_epilogue(dev):
     assert "opscope::conv2d_act" in keys
 
 
+def test_a_residual_add_and_its_activation_join_the_convolution_before_them(dev):
+    class Block(torch.nn.Module):  # torchvision's BasicBlock: out += identity, then relu
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = torch.nn.Conv2d(4, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4)
+            self.conv2, self.bn2 = torch.nn.Conv2d(4, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4)
+            self.conv3 = torch.nn.Conv2d(4, 4, 1)
+
+        def forward(self, x):
+            out = torch.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += x
+            out = torch.relu(out)
+            y = x + self.conv3(out)  # identity first, out of place, no activation after
+            return y, x  # x read again: the add must not have changed it
+
+    m = _randomize_norms(Block()).eval().to(dev)
+    x = torch.randn(2, 4, 7, 7).to(dev)
+    c = opscope.compile(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = c(x), _eager(m, x)
+    for g, w in zip(got, want):
+        _close(g, w)
+    keys = _kernels_and_ops(c, x)
+    assert sorted(k for k in keys if k.startswith("conv2d")) == ["conv2d_1x1_add_f32", "conv2d_add_relu_f32",
+                                                                 "conv2d_relu_f32"], keys
+    assert not any(k.startswith(("add_", "relu_", "batch_norm")) for k in keys), keys
+
+
 def test_the_fused_convolution_op_checks_its_activation_and_runs_on_cpu():
     x, w, b = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3), torch.randn(3)
     op = torch.ops.opscope.conv2d_act
@@ -159,6 +189,14 @@ def test_the_fused_convolution_op_checks_its_activation_and_runs_on_cpu():
         _close(op(x, w, b, [1, 1], [1, 1], [1, 1], 1, act), want)  # torch's CPU reference
         _close(op(x.to(opscope.device()), w.to(opscope.device()), b.to(opscope.device()), [1, 1], [1, 1], [1, 1], 1,
                   act), want)
+    r = torch.randn(1, 3, 5, 5)  # and a residual, on both paths
+    want = torch.relu(torch.nn.functional.conv2d(x, w, b, 1, 1) + r)
+    _close(op(x, w, b, [1, 1], [1, 1], [1, 1], 1, "relu", r), want)
+    d = opscope.device()
+    _close(op(x.to(d), w.to(d), b.to(d), [1, 1], [1, 1], [1, 1], 1, "relu", r.to(d)), want)
+    with warnings.catch_warnings(), pytest.raises(RuntimeError, match=r"must match the size"):
+        warnings.simplefilter("ignore")  # opscope refuses it: torch's reference gives torch's error
+        op(x.to(d), w.to(d), b.to(d), [1, 1], [1, 1], [1, 1], 1, "relu", r[..., :4].to(d))
     with pytest.raises(RuntimeError, match=r"opscope::conv2d_act.*unknown activation 'gelu'"):
         op(x.to(opscope.device()), w.to(opscope.device()), None, [1, 1], [0, 0], [1, 1], 1, "gelu")
     with pytest.raises(RuntimeError, match=r"opscope::conv2d_act.*unknown activation 'tanh'"):

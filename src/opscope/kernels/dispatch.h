@@ -72,8 +72,9 @@ inline LaunchSpec max_pool2d_spec(const Tensor& out, const Tensor* indices, cons
 // (conv2d_spec: im2col and sgemm per block of pixels); on CUDA the op writes the columns
 // (im2col_spec) and multiplies them with cuBLAS through matmul (ops/conv.cpp).
 inline LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
-                              const Window2d& g, cpu_kernels::Activation act = cpu_kernels::Activation::none) {
-  return cpu_kernels::conv2d_spec(out, x, w, bias, g, act);
+                              const Window2d& g, cpu_kernels::Activation act = cpu_kernels::Activation::none,
+                              const Tensor* residual = nullptr) {
+  return cpu_kernels::conv2d_spec(out, x, w, bias, g, act, residual);
 }
 #if OPSCOPE_HAVE_CUDA
 inline LaunchSpec im2col_spec(const Tensor& cols, const Tensor& x, const Window2d& g) {

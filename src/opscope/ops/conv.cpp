@@ -1,6 +1,7 @@
 // conv2d: one fused launch on the CPU device (kernels/cpu/conv); on a CUDA device the
 // columns are written by im2col and multiplied with cuBLAS through matmul.
 #include <climits>
+#include <vector>
 
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
@@ -15,6 +16,15 @@ namespace opscope {
 namespace {
 
 using kernels::Window2d;
+
+// A residual is added to the output element by element: the output's shape, x's dtype and device.
+void check_residual(const Tensor& r, const Tensor& x, const Window2d& g) {
+  if (&r.device() != &x.device()) fail("conv2d", "residual is on {} but x is on {}", r.device().name(), x.device().name());
+  if (r.dtype() != x.dtype())
+    fail("conv2d", "residual has dtype {} but x has dtype {}", dtype_name(r.dtype()), dtype_name(x.dtype()));
+  Shape want{g.n, g.oc, g.oh, g.ow};
+  if (r.shape() != want) fail("conv2d", "residual has shape {}; it must be the output's, {}", r.shape().str(), want.str());
+}
 
 void check_operands(const Tensor& x, const Tensor& w, const Tensor& bias) {
   ops_detail::check_nchw("conv2d", x);
@@ -77,16 +87,19 @@ Tensor activation(const Tensor& x, Activation act) {
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
-              int64_t groups, Activation act) {
+              int64_t groups, Activation act, const Tensor& residual) {
   // The epilogue is the CPU kernel's, in f32. Elsewhere, and while the compiler traces (it
-  // records conv2d and the activation as the ops they are), the activation is its own op.
-  if (act != Activation::none &&
-      (compiler::tracing() || x.device().type() != DeviceType::cpu || x.dtype() != DType::f32))
-    return activation(conv2d(x, weight, bias, stride, padding, dilation, groups), act);
+  // records conv2d, add and the activation as the ops they are), they are ops of their own.
+  if ((act != Activation::none || residual.defined()) &&
+      (compiler::tracing() || x.device().type() != DeviceType::cpu || x.dtype() != DType::f32)) {
+    Tensor y = conv2d(x, weight, bias, stride, padding, dilation, groups);
+    return activation(residual.defined() ? add(y, residual) : y, act);
+  }
   OPSCOPE_OP("conv2d", &x, &weight, &bias);
   // ---- framework: validate, infer the output ----
   check_operands(x, weight, bias);
   Window2d g = geometry(x, weight, bias, stride, padding, dilation, groups);
+  if (residual.defined()) check_residual(residual, x, g);
 
   // ---- runtime: contiguous operands, allocate, launch ----
   Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : Tensor();
@@ -99,14 +112,19 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     DType dt = x.dtype();
     if (dt != DType::f32) xc = xc.to(DType::f32), wc = wc.to(DType::f32), bc = bc.defined() ? bc.to(DType::f32) : bc;
     out = runtime::allocate({g.n, g.oc, g.oh, g.ow}, DType::f32, x.device());
+    Tensor rc = residual.defined() ? residual.contiguous() : Tensor();
     if (out.numel() > 0 && g.k() == 0) {  // no input channels: an empty sum
       kernels::launch_fill(out, 0.0);
       if (bc.defined()) out = add(out, bc.reshape({g.oc, 1, 1}));
-      out = activation(out, act);
+      out = activation(rc.defined() ? add(out, rc) : out, act);
     } else if (out.numel() > 0) {
-      LaunchSpec spec = kernels::conv2d_spec(out, xc, wc, bc.defined() ? &bc : nullptr, g, act);
-      if (bc.defined()) runtime::launch(x.device(), std::move(spec), {&xc, &wc, &bc}, {&out});
-      else runtime::launch(x.device(), std::move(spec), {&xc, &wc}, {&out});
+      LaunchSpec spec =
+          kernels::conv2d_spec(out, xc, wc, bc.defined() ? &bc : nullptr, g, act, rc.defined() ? &rc : nullptr);
+      std::vector<const Tensor*> ins = {&xc, &wc};
+      if (bc.defined()) ins.push_back(&bc);
+      if (rc.defined()) ins.push_back(&rc);
+      const Tensor* outs[] = {&out};
+      runtime::launch(x.device(), std::move(spec), ins, outs);
     }
     out = out.to(dt);
   }

@@ -147,10 +147,12 @@ using Size2 = std::array<int64_t, 2>;
 // bias (OC) or undefined give (N, OC, OH, OW), OH = (H + 2 padding - dilation (KH - 1) - 1)
 // / stride + 1. f32 on the CPU device's cores (im2col + sgemm; 1x1 and depthwise windows
 // have their own kernels), bf16/f16 computed in f32 and rounded once; on CUDA, im2col +
-// cuBLAS. `act` is applied to the result: in the CPU kernel's epilogue for f32 (the block
-// in cache, one launch), as the elementwise op after it otherwise.
+// cuBLAS. `residual` (the output's shape and dtype) is added to the result, then `act`
+// applied: in the CPU kernel's epilogue for f32 (the block in cache, one launch), as the
+// elementwise ops after it otherwise.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Size2 stride = {1, 1},
-              Size2 padding = {0, 0}, Size2 dilation = {1, 1}, int64_t groups = 1, Activation act = Activation::none);
+              Size2 padding = {0, 0}, Size2 dilation = {1, 1}, int64_t groups = 1, Activation act = Activation::none,
+              const Tensor& residual = {});
 // act(x) as its elementwise op: relu, clamp to [0, 6], hardswish, silu.
 Tensor activation(const Tensor& x, Activation act);
 // The maximum of each kernel window of x (N, C, H, W) → (N, C, OH, OW), sizes as conv2d's

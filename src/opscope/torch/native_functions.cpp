@@ -30,8 +30,9 @@ at::Tensor rms_norm_cpu(const at::Tensor& x, const at::Tensor& weight, double ep
 // then the activation, as torch's ops.
 at::Tensor conv2d_act_cpu(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                           at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                          c10::string_view act) {
+                          c10::string_view act, const c10::optional<at::Tensor>& residual) {
   at::Tensor y = at::conv2d(x, weight, bias, stride, padding, dilation, groups);
+  if (residual) y = y + *residual;
   if (act == "relu") return at::relu(y);
   if (act == "relu6") return at::clamp(y, 0, 6);
   if (act == "hardswish") return at::hardswish(y);
@@ -330,10 +331,11 @@ TORCH_LIBRARY_IMPL(_, AutogradPrivateUse1, m) { m.fallback(torch::CppFunction::m
 // opscope's own ops: torch.ops.opscope.rms_norm (Python: opscope.ops.rms_norm).
 TORCH_LIBRARY(opscope, m) {
   m.def("rms_norm(Tensor x, Tensor weight, float eps=1e-6) -> Tensor");
-  // A convolution with its activation in the kernel's epilogue (opscope.compile's rewrite
-  // of conv2d + relu/relu6/hardswish/silu): act is one of those names.
+  // A convolution with a residual added and its activation applied in the kernel's
+  // epilogue (opscope.compile's rewrite of conv2d [+ add] [+ relu/relu6/hardswish/silu]):
+  // act is one of those names, or "".
   m.def("conv2d_act(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, "
-        "int groups, str act) -> Tensor");
+        "int groups, str act, Tensor? residual=None) -> Tensor");
   m.def("_test_kernel(Tensor x, int gate, bool fail) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(opscope, PrivateUse1, m) {

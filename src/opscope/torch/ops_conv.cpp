@@ -59,27 +59,33 @@ void convolution_kernel(const c10::OperatorHandle&, Stack* s) {
   }
 }
 
-// opscope::conv2d_act(x, weight, bias?, stride, padding, dilation, groups, act): 2-d, the
-// activation applied in the kernel's epilogue; what opscope refuses runs the CPU reference.
+// opscope::conv2d_act(x, weight, bias?, stride, padding, dilation, groups, act, residual?):
+// 2-d, the residual added and the activation applied in the kernel's epilogue; what opscope
+// refuses runs the CPU reference.
 void conv2d_act_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
   if (meta_mode()) return c.fall_back();
   const at::Tensor &input = c.tensor(0), &weight = c.tensor(1);
   c10::optional<at::Tensor> b = c.opt_tensor(2);
   at::Tensor bt = b ? *b : at::Tensor();
+  c10::optional<at::Tensor> r = c.opt_tensor(8);
+  at::Tensor rt = r ? *r : at::Tensor();
   if (on_device(input) != on_device(weight)) two_devices(c.name(), input, weight);
+  if (rt.defined() && on_device(input) != on_device(rt)) two_devices(c.name(), input, rt);
   Activation act;
   std::string name = c.arg(7).toStringRef();
   if (!activation_from_name(name, act))
     fail(c.name(), "unknown activation '{}' (expected relu, relu6, hardswish or silu)", name);
   std::optional<Size2> stride = size2(c.arg(3)), padding = size2(c.arg(4)), dilation = size2(c.arg(5));
-  if (input.dim() != 4 || weight.dim() != 4 || !stride || !padding || !dilation || !has_kernels({&input, &weight, &bt}))
+  if (input.dim() != 4 || weight.dim() != 4 || !stride || !padding || !dilation ||
+      !has_kernels({&input, &weight, &bt, &rt}))
     return c.fall_back();
   try {
     Tensor x = from_torch(input, c.name()), w = from_torch(weight, c.name());
     Tensor bias = bt.defined() ? from_torch(bt, c.name()) : Tensor();
+    Tensor residual = rt.defined() ? from_torch(rt, c.name()) : Tensor();
     AtenScope scope(c.name(), {&x, &w});
-    c.ret(to_torch(conv2d(x, w, bias, *stride, *padding, *dilation, c.arg(6).toInt(), act)));
+    c.ret(to_torch(conv2d(x, w, bias, *stride, *padding, *dilation, c.arg(6).toInt(), act, residual)));
   } catch (const opscope::Error& e) {
     c.refused(e);
   }

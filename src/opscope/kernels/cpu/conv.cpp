@@ -91,44 +91,52 @@ void im2col_block(const float* xg, const Window2d& g, const ColumnRange* ranges,
   }
 }
 
-// The block C (rows x cols, row stride ldc) after sgemm: bias[o] added to row o (bias
-// may be null), then the activation, while the block is in cache.
-void epilogue(float* c, int64_t ldc, const float* bias, Activation act, int64_t rows, int64_t cols) {
+// The block C (rows x cols, row stride ldc) after sgemm: bias[o] added to row o, the
+// residual's block (same place, same strides) added, then the activation, while the block
+// is in cache. bias and residual may be null.
+void epilogue(float* c, int64_t ldc, const float* bias, const float* residual, Activation act, int64_t rows,
+              int64_t cols) {
   for (int64_t o = 0; o < rows; ++o) {
     float* r = c + o * ldc;
     if (bias) {
       float b = bias[o];
       for (int64_t j = 0; j < cols; ++j) r[j] += b;
     }
+    if (residual) {
+      const float* e = residual + o * ldc;
+      for (int64_t j = 0; j < cols; ++j) r[j] += e[j];
+    }
     apply_activation(act, r, cols);
   }
 }
 
-// "conv2d_1x1_f32", or with a fused activation "conv2d_1x1_relu_f32": made once per name.
-const std::string& kernel_name(int base, Activation act) {
+// "conv2d_1x1_f32"; with a residual and an activation fused, "conv2d_1x1_add_relu_f32".
+// Made once per name.
+const std::string& kernel_name(int base, bool residual, Activation act) {
   static const std::array<const char*, 3> bases = {"conv2d", "conv2d_1x1", "conv2d_depthwise"};
   static const auto names = [] {
-    std::array<std::array<std::string, 5>, 3> n;
+    std::array<std::array<std::array<std::string, 5>, 2>, 3> n;
     for (size_t b = 0; b < bases.size(); ++b)
-      for (int a = 0; a < 5; ++a) {
-        std::string_view act_name = activation_name(Activation(a));
-        n[b][a] = act_name.empty() ? fmt::format("{}_f32", bases[b]) : fmt::format("{}_{}_f32", bases[b], act_name);
-      }
+      for (int r = 0; r < 2; ++r)
+        for (int a = 0; a < 5; ++a) {
+          std::string_view act_name = activation_name(Activation(a));
+          n[b][r][a] = fmt::format("{}{}{}{}_f32", bases[b], r ? "_add" : "", act_name.empty() ? "" : "_", act_name);
+        }
     return n;
   }();
-  return names[size_t(base)][size_t(act)];
+  return names[size_t(base)][residual][size_t(act)];
 }
 
 // conv2d_f32 and conv2d_1x1_f32: units (n, group, pixel block, channel block), channel
 // block fastest, so that a core's consecutive units share the columns.
 LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                          const Window2d& g, Activation act) {
+                          const Window2d& g, Activation act, const Tensor* residual) {
   const int64_t K = g.k(), P = g.pixels(), OCg = g.ocg();
   const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
   const int64_t PB = pixel_block(K, P);
   const int64_t pblocks = (P + PB - 1) / PB, oblocks = (OCg + kChannelBlock - 1) / kChannelBlock;
   LaunchSpec spec;
-  spec.name = kernel_name(direct ? 1 : 0, act);
+  spec.name = kernel_name(direct ? 1 : 0, residual != nullptr, act);
   spec.work = g.n * g.groups * pblocks * oblocks;
   int64_t unit_flops = 2 * std::min(OCg, kChannelBlock) * K * PB;
   spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / std::max<int64_t>(unit_flops, 1));
@@ -137,6 +145,7 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   const float* xp = x.data<float>();
   const float* wp = weight.data<float>();
   const float* bp = bias ? bias->data<float>() : nullptr;
+  const float* rp = residual ? residual->data<float>() : nullptr;
   float* op = out.data<float>();
   std::vector<ColumnRange> ranges = column_ranges(g);
   static std::atomic<uint64_t> tokens{0};
@@ -164,7 +173,8 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
       int64_t oc0 = grp * OCg + o0;
       float* c = op + (n * g.oc + oc0) * P + p0;
       sgemm("conv2d", false, false, o1 - o0, p1 - p0, K, wp + oc0 * K, K, b_mat, ldb, 0.0f, c, P);
-      if (bp || act != Activation::none) epilogue(c, P, bp ? bp + oc0 : nullptr, act, o1 - o0, p1 - p0);
+      if (bp || rp || act != Activation::none)
+        epilogue(c, P, bp ? bp + oc0 : nullptr, rp ? rp + (c - op) : nullptr, act, o1 - o0, p1 - p0);
     }
   };
   return spec;
@@ -250,10 +260,10 @@ void depthwise_plane(const float* plane, const float* w, float b, float* y, cons
 
 // conv2d_depthwise_f32: a unit is one output plane (n, o), from input channel o / (oc / c).
 LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                          const Window2d& g, Activation act) {
+                          const Window2d& g, Activation act, const Tensor* residual) {
   const int64_t P = g.pixels(), taps = g.kh * g.kw, mult = g.ocg();
   LaunchSpec spec;
-  spec.name = kernel_name(2, act);
+  spec.name = kernel_name(2, residual != nullptr, act);
   spec.work = g.n * g.oc;
   // Vector loops over a plane at a time: a quarter of the gemm kernels' threshold is worth a core.
   spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / 4 / std::max<int64_t>(2 * P * taps, 1));
@@ -262,6 +272,7 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   const float* xp = x.data<float>();
   const float* wp = weight.data<float>();
   const float* bp = bias ? bias->data<float>() : nullptr;
+  const float* rp = residual ? residual->data<float>() : nullptr;
   float* op = out.data<float>();
   // Strided with long output rows (EfficientNet's 3x3 stride 2 on 112x112: ~0.95 ms by rows,
   // 1.10 by phases), a row at a time; otherwise the phases.
@@ -276,6 +287,11 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
       float b = bp ? bp[o] : 0.0f;
       if (by_rows) depthwise_rows(plane, wp + o * taps, b, op + u * P, g, ranges.data());
       else depthwise_plane(plane, wp + o * taps, b, op + u * P, g, buf);
+      if (rp) {
+        float* y = op + u * P;
+        const float* e = rp + u * P;
+        for (int64_t i = 0; i < P; ++i) y[i] += e[i];
+      }
       apply_activation(act, op + u * P, P);
     }
   };
@@ -285,9 +301,11 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
 }  // namespace
 
 LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                       const Window2d& g, Activation act) {
-  if (g.cg() == 1 && g.groups > 1) return depthwise_spec(out, x, weight, bias, g, act);
-  return gemm_conv_spec(out, x, weight, bias, g, act);
+                       const Window2d& g, Activation act, const Tensor* residual) {
+  LaunchSpec spec = g.cg() == 1 && g.groups > 1 ? depthwise_spec(out, x, weight, bias, g, act, residual)
+                                                : gemm_conv_spec(out, x, weight, bias, g, act, residual);
+  if (residual) spec.bytes += residual->nbytes(), spec.flops += out.numel();
+  return spec;
 }
 
 }  // namespace opscope::cpu_kernels

@@ -8,8 +8,9 @@
 //                        the columns, so sgemm reads them in place.
 //  conv2d_depthwise_f32  one input channel per group (mobilenet's depthwise layers): a
 //                        direct loop per output plane, where a one-row gemm would waste sgemm.
-// The bias, then a fused activation (conv2d_1x1_hardswish_f32), are applied to each block
-// while it is in cache.
+// The bias, a residual (a tensor of the output's shape added: ResNet's skip connection)
+// and a fused activation (conv2d_1x1_hardswish_f32) are applied to each block while it is
+// in cache.
 #pragma once
 #include "opscope/kernels/cpu/activation.h"
 #include "opscope/kernels/window2d.h"
@@ -19,8 +20,10 @@
 namespace opscope::cpu_kernels {
 
 // out (n, oc, oh, ow) = conv(x (n, c, h, w), weight (oc, c / groups, kh, kw)) + bias (oc),
-// all f32 and contiguous; bias may be null; then act(out). `g` is the validated geometry (the op's).
+// all f32 and contiguous; bias and residual (out's shape) may be null; then act(out). `g` is
+// the validated geometry (the op's).
 LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                       const kernels::Window2d& g, Activation act = Activation::none);
+                       const kernels::Window2d& g, Activation act = Activation::none,
+                       const Tensor* residual = nullptr);
 
 }  // namespace opscope::cpu_kernels
