@@ -18,12 +18,11 @@ namespace {
 using kernels::Window2d;
 
 // A residual is added to the output element by element: the output's shape, x's dtype and device.
-void check_residual(const Tensor& r, const Tensor& x, const Window2d& g) {
+void check_residual(const Tensor& r, const Tensor& x, const Shape& out) {
   if (&r.device() != &x.device()) fail("conv2d", "residual is on {} but x is on {}", r.device().name(), x.device().name());
   if (r.dtype() != x.dtype())
     fail("conv2d", "residual has dtype {} but x has dtype {}", dtype_name(r.dtype()), dtype_name(x.dtype()));
-  Shape want{g.n, g.oc, g.oh, g.ow};
-  if (r.shape() != want) fail("conv2d", "residual has shape {}; it must be the output's, {}", r.shape().str(), want.str());
+  if (r.shape() != out) fail("conv2d", "residual has shape {}; it must be the output's, {}", r.shape().str(), out.str());
 }
 
 void check_operands(const Tensor& x, const Tensor& w, const Tensor& bias) {
@@ -93,13 +92,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   if ((act != Activation::none || residual.defined()) &&
       (compiler::tracing() || x.device().type() != DeviceType::cpu || x.dtype() != DType::f32)) {
     Tensor y = conv2d(x, weight, bias, stride, padding, dilation, groups);
+    if (residual.defined()) check_residual(residual, x, y.shape());
     return activation(residual.defined() ? add(y, residual) : y, act);
   }
   OPSCOPE_OP("conv2d", &x, &weight, &bias);
   // ---- framework: validate, infer the output ----
   check_operands(x, weight, bias);
   Window2d g = geometry(x, weight, bias, stride, padding, dilation, groups);
-  if (residual.defined()) check_residual(residual, x, g);
+  if (residual.defined()) check_residual(residual, x, Shape{g.n, g.oc, g.oh, g.ow});
 
   // ---- runtime: contiguous operands, allocate, launch ----
   Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : Tensor();
