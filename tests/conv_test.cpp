@@ -236,6 +236,11 @@ TEST(Conv2d, FusedActivationEqualsTheOpAfterIt) {
   Tensor yb = conv2d(xb, wb, {}, {1, 1}, {1, 1}, {1, 1}, 1, Activation::hardswish);
   EXPECT_EQ(yb.dtype(), DType::bf16);
   EXPECT_EQ(yb.to_float_vector(), hardswish(conv2d(xb, wb, {}, {1, 1}, {1, 1})).to_float_vector());
+  // The unfused path checks a residual as the kernel does (add() alone would broadcast it).
+  EXPECT_EQ(error_of([&] {
+              conv2d(xb, wb, {}, {1, 1}, {1, 1}, {1, 1}, 1, Activation::relu, randn({16, 9, 9}, 9).to(DType::bf16));
+            }),
+            "[conv2d] residual has shape (16, 9, 9); it must be the output's, (2, 16, 9, 9)");
 }
 
 TEST(Conv2d, BadInput) {
