@@ -556,8 +556,8 @@ class _StepCode:
                     self.names[o] = outs[-1]
                 self.lines.append(f"    {', '.join(outs)}, = {fn}([{ins}])")
             # An intermediate is dropped after its last step, as eager drops it: a plan that
-            # held every one to the end touched ~10x the memory (mobilenet_v3_small: 67 MB
-            # against 7), out of the caches the eager ops reuse.
+            # held every one to the end of the call (mobilenet_v3_small: 67 MB still allocated
+            # when its `features` range closed, eager 0.6) spread over memory the caches miss.
             dead = [self.names[n] for n in last_use.get(k, ()) if self.names.get(n, "").startswith("v")]
             if dead:
                 self.lines.append(f"    del {', '.join(dead)}")
