@@ -14,6 +14,7 @@ changed weight needs no recompile.
 """
 import builtins
 import operator
+import sys
 import warnings
 
 import torch
@@ -421,10 +422,12 @@ class _Plan:
     def __init__(self, name, gm, explain, disabled=(), n_state=0):
         self.gm = gm
         self.state = [n for n in gm.graph.nodes if n.op == "placeholder"][:n_state]
-        drop_unused(gm)
-        rewrite_constant_masks(gm, self.state)
-        fold_batch_norms(gm, self.state)
-        fuse_conv_epilogues(gm)
+        # What the rewrites did, a line each (explain=True prints them).
+        self.rewrites = (drop_unused(gm) + rewrite_constant_masks(gm, self.state) + fold_batch_norms(gm, self.state)
+                         + fuse_conv_epilogues(gm))
+        if explain:
+            for line in self.rewrites:
+                print(f"[opscope.compile] {name}: {line}", file=sys.stderr)
         self.folded, everything, self.stateful = foldable_nodes(gm, self.state)
         steps, reasons = lower_graph(gm, everything)
         self.eager_reasons = reasons

@@ -10,6 +10,12 @@ import torch
 aten = torch.ops.aten
 
 
+def _where(node):
+    """The module a node came from ("features.0.0"), or its op where none is known."""
+    mods = node.meta.get("opscope_modules", ())
+    return mods[-1] if mods else str(getattr(node.target, "__name__", node.target))
+
+
 def _val(node):
     v = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     return v if isinstance(v, torch.Tensor) else None
@@ -61,10 +67,10 @@ def rewrite_constant_masks(gm, state=()):
     mask, sliced from a buffer) becomes x * keep + fill, keep and fill computed once with
     the mask: two elementwise ops a matmul takes as its epilogue, where masked_fill would
     run torch's CPU kernel. Equal to masked_fill for finite x (an infinite x under the
-    mask gives NaN instead of v)."""
+    mask gives NaN instead of v). Returns what it did, a line per masked_fill."""
     _, folded, _ = foldable_nodes(gm, state)
     g = gm.graph
-    changed = False
+    done = []
     for n in list(g.nodes):
         if n.op != "call_function" or n.target is not aten.masked_fill.Scalar:
             continue
@@ -84,22 +90,25 @@ def rewrite_constant_masks(gm, state=()):
             k.meta.update(n.meta)
             k.meta["val"] = val
         n.replace_all_uses_with(out)
+        done.append(f"masked_fill {_where(n)} by a constant mask: x * keep + fill")
         g.erase_node(n)
-        changed = True
-    if changed:
+    if done:
         gm.recompile()
+    return done
 
 
 def drop_unused(gm):
     """Removes the nodes nothing reads that write nothing: make_fx records an aten.empty
-    (batch norm's reserve) beside each norm, and a plan would allocate it every call."""
-    changed = False
+    (batch norm's reserve) beside each norm, and a plan would allocate it every call.
+    Returns what it did, one line (or none)."""
+    dropped = 0
     for n in reversed(list(gm.graph.nodes)):
         if n.op == "call_function" and not n.users and not _mutable(n):
             gm.graph.erase_node(n)
-            changed = True
-    if changed:
+            dropped += 1
+    if dropped:
         gm.recompile()
+    return [f"dropped {dropped} nodes nothing reads"] if dropped else []
 
 
 def _bn_scale(weight, var, eps):
@@ -128,14 +137,15 @@ def fold_batch_norms(gm, state=()):
     calls becomes that convolution's weight and bias: conv(x, W * s) + (b - mean) * s + beta
     with s = gamma / sqrt(var + eps), as Inductor's freezing and oneDNN do for inference.
     The folded weight and bias are computed once per plan and again when the module's state
-    changes (they read it): each norm's pass over the activations is gone."""
+    changes (they read it): each norm's pass over the activations is gone. Returns what it
+    did, a line per norm."""
     _, folded, _ = foldable_nodes(gm, state)
+    done = []
 
     def constant(a):
         return a is None or a in folded or a in state or (isinstance(a, torch.fx.Node) and a.op == "get_attr")
 
     g = gm.graph
-    changed = False
     for n in list(g.nodes):
         if n.op != "call_function" or n.target is not aten.native_batch_norm.default:
             continue
@@ -161,11 +171,12 @@ def fold_batch_norms(gm, state=()):
             if u.args[1] == 0:
                 u.replace_all_uses_with(out)
             g.erase_node(u)
+        done.append(f"batch norm {_where(n)} folded into convolution {_where(conv)}")
         g.erase_node(n)
         g.erase_node(conv)
-        changed = True
-    if changed:
+    if done:
         gm.recompile()
+    return done
 
 
 # Activation nodes (functional or in place) a convolution takes as its epilogue, by the
@@ -210,9 +221,9 @@ def fuse_conv_epilogues(gm):
     or silu — either or both — becomes opscope::conv2d_act: the add and the activation in
     the convolution kernel's epilogue, applied to each output block while it is in cache,
     instead of a pass each over the activations (oneDNN's sum and eltwise post-ops,
-    Inductor's conv fusions)."""
+    Inductor's conv fusions). Returns what it did, a line per convolution."""
     g = gm.graph
-    changed = False
+    done = []
     for conv in list(g.nodes):
         if not _fusable_conv(conv):
             continue
@@ -237,8 +248,10 @@ def fuse_conv_epilogues(gm):
                                     (x, w, b, list(stride), list(padding), list(dilation), groups, act, residual))
         fused.meta.update(conv.meta)
         tail.replace_all_uses_with(fused)
+        parts = (["add"] if residual is not None else []) + ([act] if act else [])
+        done.append(f"convolution {_where(conv)} + {' + '.join(parts)}: one kernel (opscope::conv2d_act)")
         for n in reversed(chain):  # the activation, the add, then the convolution
             g.erase_node(n)
-        changed = True
-    if changed:
+    if done:
         gm.recompile()
+    return done

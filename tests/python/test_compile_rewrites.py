@@ -201,3 +201,20 @@ def test_the_fused_convolution_op_checks_its_activation_and_runs_on_cpu():
         op(x.to(opscope.device()), w.to(opscope.device()), None, [1, 1], [0, 0], [1, 1], 1, "gelu")
     with pytest.raises(RuntimeError, match=r"opscope::conv2d_act.*unknown activation 'tanh'"):
         op(x, w, None, [1, 1], [0, 0], [1, 1], 1, "tanh")
+
+
+def test_explain_says_what_each_rewrite_did(dev, capfd):
+    m = _randomize_norms(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                             torch.nn.ReLU())).eval().to(dev)
+    x = torch.randn(1, 3, 8, 8).to(dev)
+    c = opscope.compile(m, explain=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _close(c(x), _eager(m, x))
+    err = capfd.readouterr().err
+    assert "[opscope.compile] Sequential: batch norm 1 folded into convolution 0" in err, err
+    assert "[opscope.compile] Sequential: convolution 0 + relu: one kernel (opscope::conv2d_act)" in err, err
+    assert "dropped" in err and "nodes nothing reads" in err, err
+    plan = next(iter(c.plans.values()))
+    assert plan.rewrites[-2:] == ["batch norm 1 folded into convolution 0",
+                                  "convolution 0 + relu: one kernel (opscope::conv2d_act)"], plan.rewrites
