@@ -87,19 +87,18 @@ Tensor activation(const Tensor& x, Activation act) {
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
               int64_t groups, Activation act, const Tensor& residual) {
+  OPSCOPE_OP("conv2d", &x, &weight, &bias);
+  // ---- framework: validate, infer the output (before anything is launched) ----
+  check_operands(x, weight, bias);
+  Window2d g = geometry(x, weight, bias, stride, padding, dilation, groups);
+  if (residual.defined()) check_residual(residual, x, Shape{g.n, g.oc, g.oh, g.ow});
   // The epilogue is the CPU kernel's, in f32. Elsewhere, and while the compiler traces (it
   // records conv2d, add and the activation as the ops they are), they are ops of their own.
   if ((act != Activation::none || residual.defined()) &&
       (compiler::tracing() || x.device().type() != DeviceType::cpu || x.dtype() != DType::f32)) {
     Tensor y = conv2d(x, weight, bias, stride, padding, dilation, groups);
-    if (residual.defined()) check_residual(residual, x, y.shape());
     return activation(residual.defined() ? add(y, residual) : y, act);
   }
-  OPSCOPE_OP("conv2d", &x, &weight, &bias);
-  // ---- framework: validate, infer the output ----
-  check_operands(x, weight, bias);
-  Window2d g = geometry(x, weight, bias, stride, padding, dilation, groups);
-  if (residual.defined()) check_residual(residual, x, Shape{g.n, g.oc, g.oh, g.ow});
 
   // ---- runtime: contiguous operands, allocate, launch ----
   Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : Tensor();

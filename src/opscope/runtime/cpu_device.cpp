@@ -4,9 +4,10 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
-#include <fmt/format.h>
 
 #include "opscope/core/clock.h"
 #include "opscope/core/error.h"
@@ -430,6 +431,23 @@ CpuDevice* g_cpu = nullptr;
 int g_cpu_cores = 0;
 }  // namespace
 
+// The device lives until exit and its cores keep running while exit() destroys other
+// libraries' statics: a core inside oneDNN then (a matmul queued before exit) read freed
+// memory. exit() runs handlers and destructors in the reverse order of registration, so
+// this one, registered when the device starts and again at a library's first call (a
+// kernel's own statics exist by then), waits for the queued work before they go.
+void drain_cpu_at_exit() {
+  static const auto drain = [] {
+    CpuDevice* d = __atomic_load_n(&g_cpu, __ATOMIC_ACQUIRE);
+    if (!d) return;
+    try {
+      d->synchronize();
+    } catch (...) {  // a kernel's error: nobody is left to report it to
+    }
+  };
+  std::atexit(+drain);
+}
+
 void configure_cpu(int num_cores) {
   std::lock_guard<std::mutex> g(g_cpu_m);
   if (g_cpu) {
@@ -448,6 +466,7 @@ Device& cpu() {
   if (!g_cpu) {
     int n = g_cpu_cores > 0 ? g_cpu_cores : env_cores();
     __atomic_store_n(&g_cpu, new CpuDevice(n), __ATOMIC_RELEASE);  // lives until exit
+    drain_cpu_at_exit();
   }
   return *g_cpu;
 }

@@ -78,5 +78,9 @@ Device& cpu();
 // Sets the core count of cpu() before its first use; throws if it already exists with
 // another count.
 void configure_cpu(int num_cores);
+// Registers (again) the exit handler that waits for cpu()'s queued work: a library whose
+// kernels run on its cores calls it after its first call, so that the wait comes before
+// that library's statics are destroyed (cpu_device.cpp).
+void drain_cpu_at_exit();
 
 }  // namespace opscope
