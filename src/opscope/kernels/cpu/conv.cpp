@@ -287,12 +287,8 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
       float b = bp ? bp[o] : 0.0f;
       if (by_rows) depthwise_rows(plane, wp + o * taps, b, op + u * P, g, ranges.data());
       else depthwise_plane(plane, wp + o * taps, b, op + u * P, g, buf);
-      if (rp) {
-        float* y = op + u * P;
-        const float* e = rp + u * P;
-        for (int64_t i = 0; i < P; ++i) y[i] += e[i];
-      }
-      apply_activation(act, op + u * P, P);
+      // The bias is in already (the plane loops start from it): the residual and activation.
+      if (rp || act != Activation::none) epilogue(op + u * P, P, nullptr, rp ? rp + u * P : nullptr, act, 1, P);
     }
   };
   return spec;
