@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build ccache pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libdnnl-dev libopenblas-dev libcpp-httplib-dev zlib1g-dev
-  libsimdjson-dev libdw-dev libcapstone-dev
+  libsimdjson-dev libdw-dev libzydis-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch pybind11-dev python3-dev python3-pytest python3-torchvision python3-numpy
   clang)

@@ -35,6 +35,11 @@ const std::vector<uint8_t> kBytes = {
     0xc5, 0xf8, 0x28, 0xc1,              // 0x103f vmovaps xmm0, xmm1
     0x90,                                // 0x1043 nop
     0xc5, 0xf0, 0x59, 0x07,              // 0x1044 vmulps xmm0, xmm1, [rdi]
+    // Capstone 4.0.2 took these two for "(bad)" and fell out of step after them.
+    0x62, 0xf2, 0x4d, 0xc9, 0x98, 0xd0,  // 0x1048 vfmadd132ps zmm2 {k1}{z}, zmm6, zmm0
+    0x62, 0xe2, 0x4d, 0x58, 0x98, 0x3d, 0xbd, 0x0d, 0x00, 0x00,  // 0x104e vfmadd132ps zmm23, zmm6, dword bcst [rip+0xdbd]
+    0x48, 0x83, 0xc7, 0x40,              // 0x1058 add rdi, 0x40
+    0x62, 0xf1, 0x7c, 0x48, 0x11, 0x04, 0x86,  // 0x105c vmovups [rsi+rax*4], zmm0
 };
 
 struct Expect {
@@ -60,11 +65,15 @@ TEST(Disassembly, ClassesAndWidthsOfKnownInstructions) {
       {"vpermps", InstrClass::shuffle, VectorWidth::v512, 0, 0},
       {"add", InstrClass::arith, VectorWidth::scalar, 0, 0},
       {"cmp", InstrClass::arith, VectorWidth::scalar, 0, 0},
-      {"jne", InstrClass::branch, VectorWidth::scalar, 0, 0},
+      {"jnz", InstrClass::branch, VectorWidth::scalar, 0, 0},
       {"vbroadcastss", InstrClass::load, VectorWidth::v512, 4, 0},
       {"vmovaps", InstrClass::other, VectorWidth::v128, 0, 0},
       {"nop", InstrClass::other, VectorWidth::scalar, 0, 0},
       {"vmulps", InstrClass::arith, VectorWidth::v128, 16, 0},
+      {"vfmadd132ps", InstrClass::fma, VectorWidth::v512, 0, 0},
+      {"vfmadd132ps", InstrClass::fma, VectorWidth::v512, 4, 0},  // a broadcast reads one element
+      {"add", InstrClass::arith, VectorWidth::scalar, 0, 0},
+      {"vmovups", InstrClass::store, VectorWidth::v512, 0, 64},
   };
   ASSERT_EQ(ins.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -79,6 +88,19 @@ TEST(Disassembly, ClassesAndWidthsOfKnownInstructions) {
   EXPECT_EQ(ins[3].text, "vmovups zmm0, zmmword ptr [rdi]");
   EXPECT_TRUE(ins[11].jump);
   EXPECT_EQ(ins[11].target, 0x1030u);
+  // What a loop's streams and inductions are read from.
+  EXPECT_EQ(ins[3].mem_base, "rdi");
+  EXPECT_EQ(ins[17].mem_base, "rip");
+  EXPECT_EQ(ins[9].step_reg, "rax");
+  EXPECT_EQ(ins[9].step, 1);
+  EXPECT_EQ(ins[18].step_reg, "rdi");
+  EXPECT_EQ(ins[18].step, 64);
+  EXPECT_EQ(ins[19].mem_base, "rsi");
+  EXPECT_EQ(ins[19].mem_index, "rax");
+  EXPECT_EQ(ins[19].mem_scale, 4);
+  EXPECT_EQ(full_register("r9d"), "r9");
+  EXPECT_EQ(full_register("esi"), "rsi");
+  EXPECT_EQ(full_register("zmm3"), "zmm3");
 }
 
 TEST(Disassembly, UndecodableBytesBecomeBadAndDecodingGoesOn) {

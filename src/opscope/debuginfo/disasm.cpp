@@ -1,10 +1,9 @@
 #include "opscope/debuginfo/disasm.h"
 
-#include <capstone/capstone.h>
+#include <Zydis/Zydis.h>
 
 #include <algorithm>
 #include <array>
-#include <mutex>
 
 namespace opscope::debuginfo {
 
@@ -122,6 +121,21 @@ VectorWidth reg_width(std::string_view reg) {
 
 }  // namespace
 
+std::string full_register(std::string_view r) {
+  if (r.size() >= 2 && r[0] == 'r' && r[1] >= '0' && r[1] <= '9') {  // r8d, r12w, r15b -> r8, r12, r15
+    while (!r.empty() && (r.back() == 'd' || r.back() == 'w' || r.back() == 'b')) r.remove_suffix(1);
+    return std::string(r);
+  }
+  static constexpr std::array<std::array<std::string_view, 5>, 9> kNames = {{
+      {"rax", "eax", "ax", "al", "ah"}, {"rbx", "ebx", "bx", "bl", "bh"}, {"rcx", "ecx", "cx", "cl", "ch"},
+      {"rdx", "edx", "dx", "dl", "dh"}, {"rsi", "esi", "si", "sil", ""}, {"rdi", "edi", "di", "dil", ""},
+      {"rbp", "ebp", "bp", "bpl", ""},  {"rsp", "esp", "sp", "spl", ""}, {"rip", "eip", "ip", "", ""}}};
+  for (const auto& names : kNames)
+    for (std::string_view n : names)
+      if (!n.empty() && n == r) return std::string(names[0]);
+  return std::string(r);
+}
+
 InstrClass classify(std::string_view m, bool has_memory, bool mem_first, int operands) {
   if (is_branch(m)) return InstrClass::branch;
   if (starts(m, "vmovnt") || starts(m, "movnt")) {  // (v)movntdqa is the streaming *load*
@@ -146,86 +160,122 @@ InstrClass classify(std::string_view m, bool has_memory, bool mem_first, int ope
 
 namespace {
 
-struct Capstone {
-  csh handle = 0;
+struct Zydis {
+  ZydisDecoder decoder;
+  ZydisFormatter formatter;
   bool ok = false;
-  Capstone() {
-    ok = cs_open(CS_ARCH_X86, CS_MODE_64, &handle) == CS_ERR_OK;
-    if (ok) cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
-  }
-  ~Capstone() {
-    if (ok) cs_close(&handle);
+  Zydis() {
+    ok = ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) &&
+         ZYAN_SUCCESS(ZydisFormatterInit(&formatter, ZYDIS_FORMATTER_STYLE_INTEL));
+    // objdump's look: lower-case hex, signed immediates ("sub rdx, -0x80"), no zero padding.
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_IMM_SIGNEDNESS, ZYDIS_SIGNEDNESS_SIGNED);
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_ADDR_PADDING_ABSOLUTE, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_IMM_PADDING, ZYDIS_PADDING_DISABLED);
   }
 };
 
-void fill(csh h, const cs_insn& in, Instruction& out) {
-  out.address = in.address;
-  out.size = uint8_t(in.size);
-  out.text = in.op_str[0] ? std::string(in.mnemonic) + " " + in.op_str : std::string(in.mnemonic);
-  const cs_x86& x = in.detail->x86;
-  bool has_mem = false, mem_first = false;
+std::string register_name(ZydisRegister r) {
+  const char* n = ZydisRegisterGetString(r);
+  return n ? n : "";
+}
+
+// "add rax, 0x40", "sub rsi, 16", "inc rcx", "dec rdx", "lea rdx, [rdx + 8]": a register
+// advanced by a constant.
+void note_step(std::string_view m, const ZydisDecodedOperand* ops, int count, Instruction& out) {
+  if (count < 1 || ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER) return;
+  std::string reg = full_register(register_name(ops[0].reg.value));
+  if ((m == "add" || m == "sub") && count >= 2 && ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+    out.step_reg = reg;
+    out.step = m == "add" ? ops[1].imm.value.s : -ops[1].imm.value.s;
+  } else if ((m == "inc" || m == "dec") && count >= 1) {
+    out.step_reg = reg;
+    out.step = m == "inc" ? 1 : -1;
+  } else if (m == "lea" && count >= 2 && ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+             ops[1].mem.index == ZYDIS_REGISTER_NONE && ops[1].mem.base != ZYDIS_REGISTER_NONE &&
+             full_register(register_name(ops[1].mem.base)) == reg) {
+    out.step_reg = reg;
+    out.step = ops[1].mem.disp.value;
+  }
+}
+
+// The bytes a memory operand touches: one element for a broadcast.
+int memory_bytes(const ZydisDecodedInstruction& in, const ZydisDecodedOperand& op) {
+  if (in.avx.broadcast.mode != ZYDIS_BROADCAST_MODE_INVALID && op.element_size) return op.element_size / 8;
+  return op.size / 8;
+}
+
+void fill(const Zydis& z, const ZydisDecodedInstruction& in, const ZydisDecodedOperand* ops, uint64_t address,
+          Instruction& out) {
+  out.address = address;
+  out.size = in.length;
+  char text[256];
+  if (ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&z.formatter, &in, ops, in.operand_count_visible, text,
+                                                   sizeof text, address, nullptr)))
+    out.text = text;
+  const std::string_view m = ZydisMnemonicGetString(in.mnemonic);
+  const int visible = in.operand_count_visible;
+  bool has_mem = false, mem_first = false, agen = false;
   VectorWidth w = VectorWidth::scalar;
   int mem_bytes = 0;
-  for (int i = 0; i < x.op_count; ++i) {
-    const cs_x86_op& op = x.operands[i];
-    if (op.type == X86_OP_REG) {
-      VectorWidth rw = reg_width(cs_reg_name(h, op.reg));
+  for (int i = 0; i < visible; ++i) {
+    const ZydisDecodedOperand& op = ops[i];
+    if (op.type == ZYDIS_OPERAND_TYPE_REGISTER) {
+      VectorWidth rw = reg_width(register_name(op.reg.value));
       if (uint16_t(rw) > uint16_t(w)) w = rw;
-    } else if (op.type == X86_OP_MEM) {
+    } else if (op.type == ZYDIS_OPERAND_TYPE_MEMORY) {
+      agen = agen || op.mem.type == ZYDIS_MEMOP_TYPE_AGEN;
+      if (!has_mem) {
+        if (op.mem.base != ZYDIS_REGISTER_NONE) out.mem_base = full_register(register_name(op.mem.base));
+        if (op.mem.index != ZYDIS_REGISTER_NONE) out.mem_index = full_register(register_name(op.mem.index));
+        out.mem_scale = int8_t(op.mem.scale);
+        out.mem_disp = op.mem.disp.value;
+      }
       has_mem = true;
       mem_first = mem_first || i == 0;
-      mem_bytes = op.size;
-      // Capstone says how the operand is used where it knows; else the destination is first.
-      bool reads = op.access ? (op.access & CS_AC_READ) : i > 0;
-      bool writes = op.access ? (op.access & CS_AC_WRITE) : i == 0 && x.op_count >= 2;
-      if (reads) out.read_bytes += op.size;
-      if (writes) out.write_bytes += op.size;
+      mem_bytes = memory_bytes(in, op);
+      if (op.actions & ZYDIS_OPERAND_ACTION_MASK_READ) out.read_bytes += mem_bytes;
+      if (op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) out.write_bytes += mem_bytes;
     }
   }
-  std::string_view m = in.mnemonic;
-  if (starts(m, "lea") || starts(m, "nop") || starts(m, "prefetch")) out.read_bytes = out.write_bytes = 0;  // no access
-  out.cls = classify(m, has_mem && !starts(m, "lea"), mem_first, x.op_count);
-  // A store writes its memory operand and reads none (Capstone 4 marks some AVX-512
-  // stores' destination as read).
-  if (out.cls == InstrClass::store || out.cls == InstrClass::stream_store) {
-    out.write_bytes = mem_bytes;
-    out.read_bytes = 0;
-  }
+  if (agen || starts(m, "nop") || starts(m, "prefetch")) out.read_bytes = out.write_bytes = 0;  // no access
+  out.cls = classify(m, has_mem && !agen, mem_first, visible);
   if (w == VectorWidth::scalar && has_mem && mem_bytes >= 16 && out.cls != InstrClass::other &&
       out.cls != InstrClass::branch)
     w = mem_bytes >= 64 ? VectorWidth::v512 : mem_bytes >= 32 ? VectorWidth::v256 : VectorWidth::v128;
   out.width = scalar_form(m) ? VectorWidth::scalar : w;
-  for (int g = 0; g < in.detail->groups_count; ++g)
-    if (in.detail->groups[g] == X86_GRP_JUMP && x.op_count == 1 && x.operands[0].type == X86_OP_IMM) {
-      out.jump = true;
-      out.target = uint64_t(x.operands[0].imm);
-    }
+  out.gather = starts(m, "vgather") || starts(m, "vpgather") || starts(m, "vscatter") || starts(m, "vpscatter");
+  note_step(m, ops, visible, out);
+  bool jump = in.meta.category == ZYDIS_CATEGORY_COND_BR || in.meta.category == ZYDIS_CATEGORY_UNCOND_BR;
+  ZyanU64 target = 0;
+  if (jump && visible == 1 && ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative &&
+      ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &ops[0], address, &target))) {
+    out.jump = true;
+    out.target = target;
+  }
 }
 
 }  // namespace
 
 std::vector<Instruction> disassemble(std::span<const uint8_t> code, uint64_t address) {
-  thread_local Capstone cs;  // a handle is not to be shared between threads
+  static const Zydis z;  // decoder and formatter hold no state between calls
   std::vector<Instruction> out;
-  if (!cs.ok) return out;
-  const uint8_t* p = code.data();
-  size_t left = code.size();
-  uint64_t at = address;
-  cs_insn* in = cs_malloc(cs.handle);
-  while (left > 0) {
-    if (cs_disasm_iter(cs.handle, &p, &left, &at, in)) {
-      fill(cs.handle, *in, out.emplace_back());
+  if (!z.ok) return out;
+  size_t at = 0;
+  ZydisDecodedInstruction in;
+  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  while (at < code.size()) {
+    if (ZYAN_SUCCESS(ZydisDecoderDecodeFull(&z.decoder, code.data() + at, code.size() - at, &in, ops))) {
+      fill(z, in, ops, address + at, out.emplace_back());
+      at += in.length;
     } else {  // skip one byte and go on
       Instruction& bad = out.emplace_back();
-      bad.address = at;
+      bad.address = address + at;
       bad.size = 1;
       bad.text = "(bad)";
-      ++p;
-      --left;
       ++at;
     }
   }
-  cs_free(in, 1);
   return out;
 }
 
