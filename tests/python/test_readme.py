@@ -183,3 +183,25 @@ def test_the_inside_a_kernel_commands_run_as_written(tmp_path):
     j = json.loads(outs[3])
     assert j["kernel"] == "mul_f32" and j["samples"] > 0 and j["instructions"] and j["cores"], j.keys()
     assert re.search(r"\w+\.(cpp|h|inc):\d+", outs[4]), outs[4]  # a source line of a built-in kernel
+
+
+def test_the_static_kernel_commands_run_as_written(tmp_path):
+    """The second block of "Inside a kernel": compile prints the artifact's hash, and
+    `opscope kernel --static HASH` reads that artifact's loops and verdicts (in a cache of
+    the test's own, OPSCOPE_CACHE_DIR)."""
+    text = README.read_text()
+    section = re.search(r"### Inside a kernel\n(.*?)\n## ", text, re.S).group(1)
+    block = re.findall(r"```sh\n(.*?)```", section, re.S)[1]
+    lines = [l.split("#")[0].strip() for l in block.splitlines() if l.strip()]
+    assert len(lines) == 2 and lines[1].endswith("--static HASH"), lines
+    env = dict(os.environ, OPSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    cli = opscope_cli()
+    r = subprocess.run([cli] + lines[0].split()[1:], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    digest = re.search(r"hash ([0-9a-f]{16})", r.stdout).group(1)
+    args = [digest if a == "HASH" else a for a in lines[1].split()[1:]]
+    r = subprocess.run([cli] + args, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("Kernel fused_mul_mean_add_rsqrt_mul_mul_bf16 "), r.stdout
+    assert "main loop kernels.cpp:" in r.stdout and "B / element" in r.stdout, r.stdout
+    assert re.search(r"^  (WARN|verdict): ", r.stdout, re.M), r.stdout

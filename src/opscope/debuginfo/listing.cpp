@@ -52,6 +52,14 @@ std::vector<Loop> find_loops(const std::vector<ListedInstruction>& listing) {
     if (head == listing.end() || head->insn.address != in.target) continue;
     loops.push_back({in.target, in.address, size_t(head - listing.begin()), i, true});
   }
+  // A backward jump into the middle of another loop (a cold path rejoining a loop's
+  // latch) makes a range that overlaps a loop without nesting: no loop of its own.
+  // Of two such ranges the one whose head is inside the other is the jump in.
+  auto crosses = [](const Loop& a, const Loop& b) { return b.first < a.first && a.first <= b.last && b.last < a.last; };
+  std::vector<Loop> natural;
+  for (const Loop& a : loops)
+    if (std::none_of(loops.begin(), loops.end(), [&](const Loop& b) { return crosses(a, b); })) natural.push_back(a);
+  loops.swap(natural);
   for (Loop& a : loops)
     for (const Loop& b : loops)
       if (&a != &b && b.first >= a.first && b.last <= a.last && (b.first != a.first || b.last != a.last))

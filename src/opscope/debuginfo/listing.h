@@ -25,7 +25,9 @@ constexpr uint64_t kMaxListedBytes = 64 * 1024;
 std::vector<ListedInstruction> list_code(const ElfModule& module, uint64_t low, uint64_t high,
                                          const std::vector<uint64_t>& around = {});
 
-// The loops of a listing: each backward jump's [target, jump] range, innermost first.
+// The loops of a listing: each backward jump's [target, jump] range, innermost first;
+// a range that overlaps another without nesting (a cold path jumping back into a loop's
+// latch) is no loop and left out.
 struct Loop {
   uint64_t head = 0;  // the jump's target (the loop's first instruction)
   uint64_t latch = 0; // the address of the backward jump

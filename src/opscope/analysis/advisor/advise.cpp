@@ -10,6 +10,7 @@
 #include "opscope/analysis/advisor/chain_price.h"
 #include "opscope/analysis/advisor/chains.h"
 #include "opscope/analysis/advisor/compiled.h"
+#include "opscope/analysis/advisor/kernel_code.h"
 #include "opscope/analysis/advisor/findings.h"
 #include "opscope/analysis/advisor/launch_cost.h"
 #include "opscope/analysis/advisor/profile_ops.h"
@@ -93,6 +94,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     if (!adv.compiled.empty()) {
       fixes_for_compiled(adv.findings);
       if (std::optional<Finding> f = compiled_finding(compiled)) adv.findings.push_back(std::move(*f));
+      for (Finding& f : kernel_code_findings(trace, compiled)) adv.findings.push_back(std::move(f));
     }
   }
 

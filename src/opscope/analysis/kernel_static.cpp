@@ -1,0 +1,216 @@
+#include "opscope/analysis/kernel_static.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "opscope/analysis/instruction_samples.h"
+#include "opscope/analysis/kernel_static_verdicts.h"
+#include "opscope/core/error.h"
+#include "opscope/debuginfo/elf_module.h"
+
+namespace opscope::analysis {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json read_manifest(const std::string& dir) {
+  std::string path = dir + "/manifest.json";
+  std::ifstream in(path);
+  if (!in) fail("--static", "{}: no manifest.json: not an opscope artifact folder (opscope cache list shows them)", dir);
+  std::stringstream text;
+  text << in.rdbuf();
+  json m = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object() || !m.contains("kernels") || !m["kernels"].is_array())
+    fail("--static", "{}: not an opscope manifest (no \"kernels\" list)", path);
+  return m;
+}
+
+std::string dtype_of(const std::string& kernel) {
+  for (const char* t : {"_bf16", "_f16", "_f32", "_f64"})
+    if (kernel.size() > std::string_view(t).size() && kernel.ends_with(t)) return std::string(t + 1);
+  return "f32";
+}
+
+int bytes_of(const std::string& dtype) { return dtype == "f64" ? 8 : dtype == "f32" ? 4 : 2; }
+
+StaticKernel from_entry(const json& e, const std::string& dir) {
+  StaticKernel k;
+  k.kernel = e.value("name", "");
+  k.symbol = e.value("symbol", k.kernel);
+  k.library = dir + "/kernels.so";
+  k.source = dir + "/kernels.cpp";
+  k.dtype = dtype_of(k.kernel);
+  k.elem_bytes = bytes_of(k.dtype);
+  if (e.contains("domain") && e["domain"].is_array())
+    for (const json& d : e["domain"]) k.domain.push_back(d.is_number_integer() ? d.get<int64_t>() : 0);
+  k.elements = k.domain.empty() ? 0 : 1;
+  for (int64_t d : k.domain) k.elements *= d;
+  if (!e.value("flat", true)) k.cols = e.value("cols", int64_t(0));
+  k.passes = e.value("passes", 0);
+  k.inputs = e.value("inputs", 0);
+  k.outputs = e.value("outputs", 0);
+  if (e.contains("ops") && e["ops"].is_array())
+    for (const json& o : e["ops"]) k.ops.push_back(o.is_string() ? o.get<std::string>() : "?");
+  return k;
+}
+
+// A loop's tails and peels: a narrower loop over the same source lines (a 256-bit
+// epilogue, a scalar remainder), or over the same streams (as many loads per store: an
+// alignment peel before the vector loop). The widest loop of each such set is its main one.
+bool same_work(const debuginfo::LoopFacts& a, const debuginfo::LoopFacts& b) {
+  bool lines = !a.file.empty() && a.file == b.file && a.first_line <= b.last_line && b.first_line <= a.last_line;
+  bool streams = a.stores > 0 && b.stores > 0 && a.loads * b.stores == b.loads * a.stores;
+  return lines || streams;
+}
+
+void mark_remainders(std::vector<StaticLoop>& loops) {
+  auto rank = [](const debuginfo::LoopFacts& f) { return std::make_pair(int(f.widest), f.instructions); };
+  for (StaticLoop& l : loops)
+    for (const StaticLoop& o : loops)
+      if (&l != &o && same_work(l.facts, o.facts) && rank(o.facts) > rank(l.facts)) l.remainder = true;
+}
+
+void per_element(StaticLoop& l, int elem_bytes) {
+  const debuginfo::LoopFacts& f = l.facts;
+  int64_t step = f.store_step > 0 ? f.store_step : f.load_step;
+  if (step <= 0) return;
+  l.elements = double(step) / elem_bytes;
+  l.loads_per_element = f.loads / l.elements;
+  l.stores_per_element = f.stores / l.elements;
+  l.bytes_per_element = double(f.read_bytes + f.write_bytes) / l.elements;
+}
+
+std::vector<StaticLoop> kernel_loops(const debuginfo::ElfModule& elf, const debuginfo::Symbol& sym, StaticKernel& k) {
+  if (sym.high - sym.low > debuginfo::kMaxListedBytes)
+    k.notes.push_back(fmt::format("{}: {} bytes of code; the first {} analysed", k.symbol, sym.high - sym.low,
+                                  debuginfo::kMaxListedBytes));
+  std::vector<debuginfo::ListedInstruction> listing = debuginfo::list_code(elf, sym.low, sym.high);
+  std::optional<debuginfo::SourceLine> start = elf.line_at(sym.low);
+  int from_line = start ? start->line : 0;
+  std::vector<StaticLoop> loops;
+  for (const debuginfo::Loop& loop : debuginfo::find_loops(listing)) {
+    if (!loop.innermost) continue;
+    StaticLoop l;
+    l.facts = debuginfo::loop_facts(listing, loop, from_line);
+    if (l.facts.compute() == 0 && l.facts.loads + l.facts.stores == 0) continue;
+    per_element(l, k.elem_bytes);
+    loops.push_back(std::move(l));
+  }
+  std::sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a.facts.head < b.facts.head; });
+  mark_remainders(loops);
+  return loops;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return a == b || fs::equivalent(a, b, ec);
+}
+
+// The profile's side: the bytes its launches recorded, and its samples in each loop.
+void add_profile(const Trace& trace, StaticKernel& k) {
+  int64_t bytes = 0;
+  for (const TraceEvent& e : trace.events)
+    if (e.kind == EventKind::launch && e.name == k.kernel) {
+      bytes += e.bytes;
+      ++k.launches;
+    }
+  if (k.launches && k.elements > 0 && bytes > 0)
+    k.recorded_bytes_per_element = double(bytes) / double(k.launches) / double(k.elements);
+  if (trace.samples.empty()) return;
+  std::vector<bool> ours(trace.code_modules.size());
+  for (size_t i = 0; i < ours.size(); ++i) ours[i] = same_file(trace.code_modules[i].path, k.library);
+  SampleOwners owners(trace);
+  for (StaticLoop& l : k.loops) l.samples = 0;
+  for (const prof::Sample& s : trace.samples) {
+    if (owners.kernel(s.launch) != k.kernel) continue;
+    const prof::CodeSite& site = trace.code_sites[size_t(s.site)];
+    if (site.module < 0 || !ours[size_t(site.module)]) continue;
+    for (StaticLoop& l : k.loops)
+      if (site.address >= l.facts.head && site.address <= l.facts.latch) ++l.samples;
+  }
+}
+
+void analyse(StaticKernel& k, const debuginfo::ElfModule* elf, const Trace* trace) {
+  if (elf) {
+    if (std::optional<debuginfo::Symbol> sym = elf->find_symbol(k.symbol)) {
+      k.loops = kernel_loops(*elf, *sym, k);
+      if (!elf->has_lines()) k.notes.push_back(k.library + ": no line table: loops are not matched to source lines");
+    } else {
+      k.notes.push_back(fmt::format("{}: no symbol {} (stripped?): its code cannot be found", k.library, k.symbol));
+    }
+  }
+  for (const StaticLoop& l : k.loops)
+    if (!l.remainder && l.bytes_per_element >= 0)
+      k.bytes_per_element = (k.bytes_per_element < 0 ? 0 : k.bytes_per_element) + l.bytes_per_element;
+  if (trace) add_profile(*trace, k);
+  k.verdicts = static_verdicts(k, native_vector_bits());
+}
+
+std::vector<std::string> names_of(const json& kernels) {
+  std::vector<std::string> out;
+  for (const json& e : kernels) out.push_back(e.value("name", "?"));
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+int native_vector_bits() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 512;
+  if (__builtin_cpu_supports("avx")) return 256;
+  return 128;
+}
+
+std::vector<StaticKernel> static_artifact(const std::string& dir, const std::string& kernel, const Trace* trace) {
+  json m = read_manifest(dir);
+  std::vector<std::string> names = names_of(m["kernels"]);
+  if (!kernel.empty() && std::find(names.begin(), names.end(), kernel) == names.end())
+    fail("--static", "{}: no kernel '{}' in this artifact (its kernels: {})", dir, kernel, joined(names));
+  std::string why;
+  std::unique_ptr<debuginfo::ElfModule> elf = debuginfo::ElfModule::open(dir + "/kernels.so", &why);
+  if (!elf) fail("--static", "{}/kernels.so: {}: the artifact's library is gone (rebuild it by running the model)", dir, why);
+  std::vector<StaticKernel> out;
+  for (const json& e : m["kernels"]) {
+    if (!kernel.empty() && e.value("name", "") != kernel) continue;
+    out.push_back(from_entry(e, dir));
+    analyse(out.back(), elf.get(), trace);
+  }
+  return out;
+}
+
+std::vector<StaticKernel> static_profile(const Trace& trace, const std::string& kernel, std::string_view source_name) {
+  json cfg = json::parse(trace.config_json, nullptr, /*allow_exceptions=*/false);
+  if (cfg.is_discarded() || !cfg.is_object() || !cfg.contains("artifacts") || !cfg["artifacts"].is_object() ||
+      cfg["artifacts"].empty())
+    fail("--static", "{}: ran no compiled kernels (--static reads the kernels opscope.compile generated; "
+         "or pass an artifact folder from opscope cache list)", source_name);
+  std::vector<std::string> names;
+  for (auto& [name, a] : cfg["artifacts"].items()) names.push_back(name);
+  if (!kernel.empty() && !cfg["artifacts"].contains(kernel))
+    fail("--static", "{}: kernel '{}' is not a compiled kernel of this profile (its compiled kernels: {})", source_name,
+         kernel, joined(names));
+  std::vector<StaticKernel> out;
+  for (const std::string& name : names) {
+    if (!kernel.empty() && name != kernel) continue;
+    const json& a = cfg["artifacts"][name];
+    std::string dir = a.value("dir", "");
+    if (dir.empty() || !fs::exists(dir + "/manifest.json"))
+      fail("--static", "{}: kernel '{}': its artifact {} is gone (deleted from the cache?)", source_name, name, dir);
+    for (StaticKernel& k : static_artifact(dir, name, &trace)) out.push_back(std::move(k));
+  }
+  return out;
+}
+
+}  // namespace opscope::analysis
