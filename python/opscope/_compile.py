@@ -496,6 +496,16 @@ class _Plan:
             self._state_key = key
         return self._state_values
 
+    def initial_env(self, flat):
+        """{node: value} before the first step, for the flat inputs: the placeholders, the
+        constants and the folded values (opscope.explain runs the steps from it)."""
+        if not hasattr(self, "_run"):
+            self._bind()
+        env = dict(self._const_env)
+        env.update(zip(self._stateful_kept, self._stateful_values(flat)))
+        env.update(zip((n for n in self.gm.graph.nodes if n.op == "placeholder"), flat))
+        return env
+
     def run(self, flat, reports=None, profiled=False):
         """Runs the steps on the flat inputs (state, then arguments); with `reports`, each
         region's compile report is appended to it first. profiled: while a profile records,
