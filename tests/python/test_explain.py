@@ -103,6 +103,20 @@ def test_a_function_or_a_compiled_function(dev):
     assert e.name == "rms" and "float32(8, 64)" in str(e)
 
 
+def test_compile_explain_prints_the_table_once_per_signature(dev, capsys):
+    c = opscope.compile(lambda x: torch.exp(x) * 2 + 1, name="chain", explain=True)
+    x = torch.randn(8, 16).to(dev)
+    c(x)
+    first = capsys.readouterr().err
+    assert "opscope.explain: chain (float32(8, 16))" in first and "region 0" in first, first
+    c(x)
+    assert "opscope.explain" not in capsys.readouterr().err
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the recompile's report
+        c(torch.randn(4, 16).to(dev))
+    assert "opscope.explain: chain (float32(4, 16))" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("call,message", [
     (lambda x: opscope.explain(3, x), "expected a function or an nn.Module, got int"),
     (lambda x: opscope.explain(torch.exp), "no arguments"),
