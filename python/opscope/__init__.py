@@ -31,6 +31,7 @@ from . import _printing, _serialization  # noqa: F401
 from . import ops
 from . import profiler
 from ._compile import compile  # noqa: A001  (opscope.compile, as torch.compile)
+from ._explain import explain
 from . import distributed  # registers the "opscope" c10d backend
 
 if _auto is not None:
@@ -38,4 +39,4 @@ if _auto is not None:
 
 __all__ = ["device", "device_count", "synchronize", "Stream", "stream", "current_stream", "default_stream",
            "memory_stats", "reset_peak_memory_stats", "empty_cache", "fallback_report", "fallback_stats", "reset_fallback_stats", "ops",
-           "profiler", "compile", "distributed"]
+           "profiler", "compile", "explain", "distributed"]

@@ -496,6 +496,16 @@ class _Plan:
             self._state_key = key
         return self._state_values
 
+    def initial_env(self, flat):
+        """{node: value} before the first step, for the flat inputs: the placeholders, the
+        constants and the folded values (opscope.explain runs the steps from it)."""
+        if not hasattr(self, "_run"):
+            self._bind()
+        env = dict(self._const_env)
+        env.update(zip(self._stateful_kept, self._stateful_values(flat)))
+        env.update(zip((n for n in self.gm.graph.nodes if n.op == "placeholder"), flat))
+        return env
+
     def run(self, flat, reports=None, profiled=False):
         """Runs the steps on the flat inputs (state, then arguments); with `reports`, each
         region's compile report is appended to it first. profiled: while a profile records,
@@ -812,14 +822,19 @@ class CompiledFunction:
         opened = op.begin(args)  # False unless a profile records torch's ops
         grad = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)  # what torch.no_grad() does, without its object
+        fresh = plan is None
         try:
-            if plan is None:
+            if fresh:
                 plan = self._build(key, names, state, args)
-            return plan.run(flat, profiled=opened)
+            out = plan.run(flat, profiled=opened)
         finally:
             torch._C._set_grad_enabled(grad)
             if opened:
                 op.end()
+        if fresh and self.explain:  # the first call of a signature: what each region became, and its times
+            from ._explain import explain_plan  # here: _explain imports this module
+            print(explain_plan(self.name, plan, flat), file=sys.stderr)
+        return out
 
     def report(self, *args):
         """The compiler's report of each region for this signature (compiling it first)."""
@@ -837,9 +852,11 @@ def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False, recom
     """Compiles a function of tensors or an nn.Module for opscope's device (see module doc).
     passes: the compiler passes to run, a subset of ("dce", "cse", "fold", "fuse"), in their
     fixed order (passes=() runs the graph op by op, for comparison). explain=True prints the
-    graph after each pass. dynamic=True is not supported yet: each new shape compiles again,
-    with a warning that says what changed; past recompile_limit signatures (dynamo's
-    cache_size_limit is 8) new ones run eagerly."""
+    graph after each pass and, on the first call of each signature, opscope.explain's table
+    (each region, what it became, its predicted and measured time against its eager ops).
+    dynamic=True is not supported yet: each new shape compiles again, with a warning that
+    says what changed; past recompile_limit signatures (dynamo's cache_size_limit is 8) new
+    ones run eagerly."""
     if dynamic:
         raise ValueError("[opscope.compile] dynamic=True is not supported: each input shape compiles its own graph")
     if not callable(fn):
