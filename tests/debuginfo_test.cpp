@@ -40,6 +40,8 @@ const std::vector<uint8_t> kBytes = {
     0x62, 0xe2, 0x4d, 0x58, 0x98, 0x3d, 0xbd, 0x0d, 0x00, 0x00,  // 0x104e vfmadd132ps zmm23, zmm6, dword bcst [rip+0xdbd]
     0x48, 0x83, 0xc7, 0x40,              // 0x1058 add rdi, 0x40
     0x62, 0xf1, 0x7c, 0x48, 0x11, 0x04, 0x86,  // 0x105c vmovups [rsi+rax*4], zmm0
+    0x62, 0xf3, 0xfd, 0x48, 0x3b, 0xf8, 0x01,  // 0x1063 vextracti64x4 ymm0, zmm7, 1
+    0xc5, 0xf9, 0xc5, 0xc0, 0x02,              // 0x106a vpextrw eax, xmm0, 2
 };
 
 struct Expect {
@@ -74,6 +76,8 @@ TEST(Disassembly, ClassesAndWidthsOfKnownInstructions) {
       {"vfmadd132ps", InstrClass::fma, VectorWidth::v512, 4, 0},  // a broadcast reads one element
       {"add", InstrClass::arith, VectorWidth::scalar, 0, 0},
       {"vmovups", InstrClass::store, VectorWidth::v512, 0, 64},
+      {"vextracti64x4", InstrClass::shuffle, VectorWidth::v512, 0, 0},  // a half, not an element
+      {"vpextrw", InstrClass::shuffle, VectorWidth::scalar, 0, 0},
   };
   ASSERT_EQ(ins.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {

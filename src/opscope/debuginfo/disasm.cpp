@@ -108,8 +108,11 @@ bool scalar_form(std::string_view m) {
       contains(m, "2usi") || contains(m, "si2"))
     return true;
   std::string_view b = base_of(m);
-  return m == "movd" || m == "movq" || m == "vmovd" || m == "vmovq" || m == "vmovw" || starts(b, "insr") ||
-         starts(b, "extr") || m == "extractps" || m == "vextractps" || m == "insertps" || m == "vinsertps";
+  // pextrw, vpinsrd: one element to or from a general register; not vextracti64x4, which
+  // moves a 256-bit half.
+  bool element = (starts(b, "insr") || starts(b, "extr")) && !starts(m, "vextracti") && !starts(m, "vextractf");
+  return m == "movd" || m == "movq" || m == "vmovd" || m == "vmovq" || m == "vmovw" || element ||
+         m == "extractps" || m == "vextractps" || m == "insertps" || m == "vinsertps";
 }
 
 VectorWidth reg_width(std::string_view reg) {
