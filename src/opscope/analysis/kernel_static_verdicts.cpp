@@ -47,7 +47,9 @@ void spills_and_gathers(const StaticKernel& k, std::vector<Verdict>& v) {
   for (const StaticLoop* l : main_loops(k)) {
     if (l->facts.stack_accesses)
       v.push_back({"spills", "warn",
-                   fmt::format("{} reads or writes the stack {} times per iteration: registers spilled", where(l->facts),
+                   fmt::format("{} reads or writes the stack {} times per iteration (registers spilled, or a buffer "
+                               "on the stack): each a store-to-load round trip",
+                               where(l->facts),
                                l->facts.stack_accesses)});
     if (l->facts.gathers)
       v.push_back({"gathers", "info",

@@ -77,12 +77,48 @@ static inline void ofs_sfence() {
   __builtin_ia32_sfence();
 #endif
 }
+// 16 floats to bf16 or f16 at d with the hardware's converts, as the eager kernels do
+// (half_rows.h): the bits' rounding above costs a dozen vector instructions per 16. bf16:
+// vcvtneps2bf16 rounds and quiets NaN as bf16_st, but reads a denormal as 0, so a block
+// holding one takes bf16_st.
+typedef float ofs_f16v __attribute__((vector_size(64)));
+typedef short ofs_h16v __attribute__((vector_size(32)));
+// Out of line: inlined, GCC lays its scalar loop inside the hot loop.
+static __attribute__((noinline, cold)) void bf16_st16_bits(u16* d, const float* s) {
+  for (int l = 0; l < 16; ++l) d[l] = bf16_st(s[l]);
+}
+static inline void bf16_st16(u16* d, const float* s) {
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__) && !defined(__clang__)
+  ofs_f16v v;
+  __builtin_memcpy(&v, s, 64);
+  if (__builtin_expect(!__builtin_ia32_fpclassps512_mask(v, 0x20, (unsigned short)0xffff), 1)) {
+    ofs_h16v h = (ofs_h16v)__builtin_ia32_cvtneps2bf16_v16sf(v);
+    __builtin_memcpy(d, &h, 32);
+    return;
+  }
+#endif
+  bf16_st16_bits(d, s);
+}
+static inline void f16_st16(u16* d, const float* s) {
+#if defined(__AVX512F__) && !defined(__clang__)
+  ofs_f16v v;
+  __builtin_memcpy(&v, s, 64);
+  ofs_h16v h = __builtin_ia32_vcvtps2ph512_mask(v, 0, (ofs_h16v){0}, (unsigned short)0xffff);
+  __builtin_memcpy(d, &h, 32);
+#else
+  for (int l = 0; l < 16; ++l) d[l] = f16_st(s[l]);
+#endif
+}
 )";
 
 // Results at least this large are written with streaming (non-temporal) stores, as the
 // built-in norms do: they would not stay in cache anyway, and skipping the
 // read-for-ownership of each output line saves a third of the memory traffic.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
+
+// Elements per block of a bf16 or f16 result converted by the hardware (blocked_loop):
+// 1 KiB of floats, in L1 when the conversion reads them back.
+constexpr int64_t kHalfBlock = 256;
 
 std::string float_literal(double d) {
   float f = float(d);
@@ -132,6 +168,7 @@ class Emitter {
     analyze();
     plan_passes();
     plan_stream();
+    plan_blocked();
     return emit();
   }
 
@@ -287,6 +324,48 @@ class Emitter {
     stream_ = o;
   }
 
+  // One bf16 or f16 full result of a pass without reductions (and not streamed) is
+  // computed 16 elements at a time into a float buffer and converted by the hardware
+  // (bf16_st16, f16_st16): GCC vectorizes the per-element bit rounding, at about a dozen
+  // instructions per 16 elements.
+  void plan_blocked() {
+    if (stream_ >= 0) return;
+    std::vector<int> half;
+    for (int o : b_.outputs)
+      if (role_[o] == Role::full) half.push_back(o);
+    if (half.size() != 1) return;
+    int o = half[0];
+    DType t = b_.values[o].dtype;
+    if (t != DType::bf16 && t != DType::f16) return;
+    for (const Node* r : reductions_)
+      if (level_[r->inputs[0]] == level_[o]) return;  // its pass also reduces: a lane loop
+    blocked_ = o;
+  }
+
+  // j from `lo` to `hi`, the blocked result at a[at + j], in blocks of kHalfBlock elements:
+  // each computed into a float buffer (the loop GCC vectorizes as it would the plain one),
+  // then converted 16 at a time from it (in L1 by then), the block's last few one by one.
+  // (16 at a time straight from the loop: GCC fills the buffer in two 256-bit stores and
+  // the 512-bit load after them cannot be forwarded, a stall per 16 elements.)
+  std::string blocked_loop(int p, const std::string& lo, const std::string& hi, const std::string& at,
+                           const std::string& ind) const {
+    DType t = b_.values[blocked_].dtype;
+    std::string dst = fmt::format("a{}", out_[blocked_]), in = ind + "  ";
+    std::string s = fmt::format("{}for (i64 j = {}; j < {}; j += {}) {{\n", ind, lo, hi, kHalfBlock);
+    s += fmt::format("{}const int n = {} - j < {} ? (int)({} - j) : {};\n", in, hi, kHalfBlock, hi, kHalfBlock);
+    s += fmt::format("{}alignas(64) float line[{}];\n", in, kHalfBlock);
+    s += in + "for (int l = 0; l < n; ++l) {\n";
+    s += in + "  const i64 jj = j + l;\n";
+    s += point(p, "jj", "l", in + "  ", "line");
+    s += in + "}\n";
+    s += in + "int l = 0;\n";
+    s += fmt::format("{}for (; l + 16 <= n; l += 16) {}({} + {}j + l, line + l);\n", in,
+                     t == DType::bf16 ? "bf16_st16" : "f16_st16", dst, at);
+    s += fmt::format("{}for (; l < n; ++l) {}[{}j + l] = {};\n", in, dst, at, store(t, "line[l]"));
+    s += ind + "}\n";
+    return s;
+  }
+
   // ---- emission ----
   std::string name(int v, bool row_scope) const {
     switch (role_[v]) {
@@ -361,6 +440,10 @@ class Emitter {
       if (level_[v] == p && stored_[v] >= 0) s += fmt::format("{}sc{}[{}] = v{};\n", ind, stored_[v], J, v);
       if (level_[v] == p && out_[v] >= 0) {
         std::string at = k_.flat ? J : "base + " + J;
+        if (line && v == blocked_) {  // the float line: converted 16 at a time
+          s += fmt::format("{}{}[{}] = v{};\n", ind, line, lane, v);
+          continue;
+        }
         std::string dst =
             line && v == stream_ ? fmt::format("{}[{}]", line, lane) : fmt::format("a{}[{}]", out_[v], at);
         s += fmt::format("{}{} = {};\n", ind, dst, store(b_.values[v].dtype, fmt::format("v{}", v)));
@@ -425,6 +508,7 @@ class Emitter {
       if (level_[r->inputs[0]] == p) reds.push_back(r);
     if (reds.empty()) {
       if (stream_ >= 0 && level_[stream_] == p) return streamed_loop(p, "0", std::to_string(C_), "base + ", "      ");
+      if (blocked_ >= 0 && level_[blocked_] == p) return blocked_loop(p, "0", std::to_string(C_), "base + ", "      ");
       s += fmt::format("      for (i64 j = 0; j < {}; ++j) {{\n", C_);
       s += point(p, "j", "", "        ");
       s += "      }\n";
@@ -477,6 +561,11 @@ class Emitter {
         s += "  ofs_sfence();\n  return 0;\n}\n";
         return s;
       }
+      if (blocked_ >= 0) {
+        s += blocked_loop(0, "lo", "hi", "", "  ");
+        s += "  return 0;\n}\n";
+        return s;
+      }
       s += "  for (i64 j = lo; j < hi; ++j) {\n";
       s += point(0, "j", "", "    ");
       s += "  }\n  return 0;\n}\n";
@@ -526,7 +615,8 @@ class Emitter {
   std::vector<std::set<int>> roots_, needed_, loads_, scratch_loads_;
   std::vector<int> stored_;
   int num_stored_ = 0;
-  int stream_ = -1;  // the result written with streaming stores, if any
+  int stream_ = -1;   // the result written with streaming stores, if any
+  int blocked_ = -1;  // the bf16 or f16 result converted 16 at a time, if any
 };
 
 }  // namespace
