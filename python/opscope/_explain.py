@@ -57,6 +57,10 @@ class Row:
     predicted_eager_ms: float
     compiled_ms: float        # an eager node: its own time, as the compiled call runs it
     eager_ms: float
+    # A region's kernels, most device time first: (name, launches per call, device ms per
+    # call, origins), from one profiled call; where a whole model is one region, this says
+    # where its time goes.
+    kernels: list = dataclasses.field(default_factory=list)
 
     @property
     def ratio(self):
@@ -173,6 +177,18 @@ def _region_nodes(region, env, order):
     return sorted(seen, key=order.__getitem__)
 
 
+def _kernel_times(fn):
+    """The kernels one call of fn launches: [(name, launches, device ms, origins)], most
+    device time first (opscope's profiler, runtime and device layers)."""
+    from .profiler import profile  # here: the profiler imports the package
+    _device.synchronize()
+    with profile() as prof:
+        fn()
+        _device.synchronize()
+    rows = sorted((r for r in prof.key_averages() if r.kind == "kernel"), key=lambda r: -r.device_time_total)
+    return [(r.key, r.count, r.device_time_total / 1e3, r.origins) for r in rows]
+
+
 def _region_row(k, region, env, order, dev, repeats):
     ins = [env[n] for n in region.inputs]
     eager = _Eager(_region_nodes(region, env, order), env)
@@ -183,6 +199,7 @@ def _region_row(k, region, env, order, dev, repeats):
     predicted_eager = sum(_roofline_ms(b, f, dev) for b, f in costs)
     row = Row("region", f"region {k}", _ops(eager.nodes), _became(region.fn.report(ins)), _modules(eager.nodes), "",
               predicted, predicted_eager, compiled_ms, eager_ms)
+    row.kernels = _kernel_times(lambda: region.fn(ins))
     return row, dict(zip(region.outputs, outs))
 
 
@@ -269,6 +286,23 @@ def _row_lines(step, cells, times):
     return [_FMT.format(step, *shown, *us, ratio)] + below
 
 
+_KERNELS_SHOWN = 6
+
+
+def _kernel_lines(kernels):
+    """A region's kernels under its row: the largest few with their share of its device time."""
+    total = sum(ms for _, _, ms, _ in kernels)
+    if not kernels or total <= 0:
+        return []
+    lines = [" " * 17 + f"kernels (one profiled call, {total * 1e3:.1f} us of device time):"]
+    for name, n, ms, origins in kernels[:_KERNELS_SHOWN]:
+        where = f"  <- {origins}" if origins else ""
+        lines.append(" " * 19 + f"{100 * ms / total:5.1f}%  {ms * 1e3:9.1f} us  {name} x{n}{where}"[:140])
+    if len(kernels) > _KERNELS_SHOWN:
+        lines.append(" " * 19 + f"and {len(kernels) - _KERNELS_SHOWN} more")
+    return lines
+
+
 class Explanation:
     """What opscope.explain returns: `rows` (Row, graph order), `output`, and a table as str()."""
 
@@ -302,6 +336,7 @@ class Explanation:
             what = _counted(r.became) if r.kind == "region" else "eager: " + r.reason
             cells = (("ops", ops), ("became", what), ("modules", _folded(r.modules)))
             lines += _row_lines(r.name, cells, (r.predicted_ms, r.predicted_eager_ms, r.compiled_ms, r.eager_ms))
+            lines += _kernel_lines(r.kernels)
         lines += _row_lines("total", (("", ""),) * 3, tuple(self.totals().values()))
         return "\n".join(lines)
 

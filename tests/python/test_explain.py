@@ -55,6 +55,14 @@ def test_each_region_says_what_it_became_with_its_times(model_and_input):
     totals = e.totals()
     assert totals["compiled_ms"] == pytest.approx(sum(r.compiled_ms for r in e.rows))
     assert totals["eager_ms"] == pytest.approx(sum(r.eager_ms for r in e.rows))
+    # Where the region's time goes: its kernels from one profiled call, the fused ones with
+    # their origins, most device time first, and under its row in the table.
+    names = [k[0] for k in region.kernels]
+    assert set(fused) <= set(names) and any(n.startswith("matmul") for n in names), names
+    assert all(n >= 1 and ms >= 0 for _, n, ms, _ in region.kernels)
+    assert [ms for _, _, ms, _ in region.kernels] == sorted((ms for _, _, ms, _ in region.kernels), reverse=True)
+    assert all(origins for name, _, _, origins in region.kernels if name in fused)
+    assert "kernels (one profiled call" in str(e) and fused[0] in str(e)
 
 
 def test_eager_nodes_say_why(model_and_input):
