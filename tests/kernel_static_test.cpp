@@ -185,6 +185,10 @@ TEST(KernelStatic, WhatIsNoArtifactIsRefusedWithTheReason) {
   EXPECT_NE(error_of([&] { analysis::static_artifact(empty.string(), "exp_f32", nullptr); })
                 .find("no kernel 'exp_f32' in this artifact (its kernels: add_f32)"),
             std::string::npos);
+  std::ofstream(empty / "manifest.json") << "{\"kernels\": [{\"name\": 7}]}";
+  EXPECT_NE(error_of([&] { analysis::static_artifact(empty.string(), "", nullptr); })
+                .find("kernels[0] is not an object with a name and a symbol"),
+            std::string::npos);
   std::ofstream(empty / "manifest.json") << "not json";
   EXPECT_NE(error_of([&] { analysis::static_artifact(empty.string(), "", nullptr); }).find("not an opscope manifest"),
             std::string::npos);

@@ -28,6 +28,12 @@ json read_manifest(const std::string& dir) {
   json m = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (m.is_discarded() || !m.is_object() || !m.contains("kernels") || !m["kernels"].is_array())
     fail("--static", "{}: not an opscope manifest (no \"kernels\" list)", path);
+  for (size_t i = 0; i < m["kernels"].size(); ++i) {
+    const json& e = m["kernels"][i];
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() ||
+        (e.contains("symbol") && !e["symbol"].is_string()))
+      fail("--static", "{}: kernels[{}] is not an object with a name and a symbol", path, i);
+  }
   return m;
 }
 
@@ -38,6 +44,10 @@ std::string dtype_of(const std::string& kernel) {
 }
 
 int bytes_of(const std::string& dtype) { return dtype == "f64" ? 8 : dtype == "f32" ? 4 : 2; }
+
+int64_t int_field(const json& e, const char* key) {
+  return e.contains(key) && e[key].is_number_integer() ? e[key].get<int64_t>() : 0;
+}
 
 StaticKernel from_entry(const json& e, const std::string& dir) {
   StaticKernel k;
@@ -51,10 +61,10 @@ StaticKernel from_entry(const json& e, const std::string& dir) {
     for (const json& d : e["domain"]) k.domain.push_back(d.is_number_integer() ? d.get<int64_t>() : 0);
   k.elements = k.domain.empty() ? 0 : 1;
   for (int64_t d : k.domain) k.elements *= d;
-  if (!e.value("flat", true)) k.cols = e.value("cols", int64_t(0));
-  k.passes = e.value("passes", 0);
-  k.inputs = e.value("inputs", 0);
-  k.outputs = e.value("outputs", 0);
+  if (e.contains("flat") && e["flat"].is_boolean() && !e["flat"].get<bool>()) k.cols = int_field(e, "cols");
+  k.passes = int(int_field(e, "passes"));
+  k.inputs = int(int_field(e, "inputs"));
+  k.outputs = int(int_field(e, "outputs"));
   if (e.contains("ops") && e["ops"].is_array())
     for (const json& o : e["ops"]) k.ops.push_back(o.is_string() ? o.get<std::string>() : "?");
   return k;
@@ -205,7 +215,7 @@ std::vector<StaticKernel> static_profile(const Trace& trace, const std::string& 
   for (const std::string& name : names) {
     if (!kernel.empty() && name != kernel) continue;
     const json& a = cfg["artifacts"][name];
-    std::string dir = a.value("dir", "");
+    std::string dir = a.is_object() && a.contains("dir") && a["dir"].is_string() ? a["dir"].get<std::string>() : "";
     if (dir.empty() || !fs::exists(dir + "/manifest.json"))
       fail("--static", "{}: kernel '{}': its artifact {} is gone (deleted from the cache?)", source_name, name, dir);
     for (StaticKernel& k : static_artifact(dir, name, &trace)) out.push_back(std::move(k));
