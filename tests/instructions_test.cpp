@@ -382,6 +382,18 @@ TEST(InstructionsCapture, LineAttributionForAGeneratedKernel) {
   bool in_kernel_fn = false;
   for (auto& [fn, n] : k.functions) in_kernel_fn = in_kernel_fn || (fn.find(rep.symbols[0]) == 0 && n > 0);
   EXPECT_TRUE(in_kernel_fn) << analysis::kernel_profile_text(k);
+  // The explorer's kernel view carries the compiled kernel's code analysed (kernel --static).
+  {
+    auto profile = std::make_shared<opscope::explorer::Profile>("gen", "test", t);
+    opscope::explorer::ExplorerApi api({profile});
+    auto v = api.get("/api/profiles/0/kernel", {{"name", rep.kernels[0]}});
+    ASSERT_EQ(v.status, 200) << v.body.dump();
+    ASSERT_TRUE(v.body.at("static").is_array()) << v.body.dump().substr(0, 400);
+    ASSERT_EQ(v.body["static"].size(), 1u);
+    EXPECT_EQ(v.body["static"][0].at("kernel"), rep.kernels[0]);
+    EXPECT_FALSE(v.body["static"][0].at("loops").empty());
+    EXPECT_FALSE(v.body["static"][0].at("verdicts").empty());
+  }
   // --module: the artifact moved; the listing follows it, and says when it cannot.
   std::string moved = cache + "/moved";
   fs::create_directories(moved);
@@ -595,6 +607,7 @@ TEST(InstructionsExplorer, KernelSamplesAndLinesViews) {
   EXPECT_EQ(k.body.at("samples").get<int64_t>(), in_spin);
   EXPECT_FALSE(k.body.at("instructions").empty());
   ASSERT_TRUE(k.body.contains("files"));
+  EXPECT_TRUE(k.body.at("static").is_null()) << "a built-in kernel has no artifact to analyse";
 
   auto all = api.get("/api/profiles/0/samples", {});
   ASSERT_EQ(all.status, 200) << all.body.dump();

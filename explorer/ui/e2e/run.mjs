@@ -196,6 +196,10 @@ await check('inside a kernel: the hot lines, then source and assembly linked bot
   await page.waitForSelector('[data-testid=kernel-view]', { timeout: 15000 });
   const src = await page.textContent('[data-testid=kernel-source]');
   assert(src.includes('kernels.cpp'), `the generated source is listed: ${src.slice(0, 200)}`);
+  // A compiled kernel's code analysed: verdicts with their rule, and its loops.
+  const code = await page.textContent('[data-testid=kernel-static]');
+  assert(/\[(vectorized|passes|spills|scalar_loop|scalar_remainder|narrow_vectors|extra_bytes|gathers)\]/.test(code), `no verdict: ${code.slice(0, 300)}`);
+  assert(/main 0x[0-9a-f]+kernels\.cpp:\d+-\d+/.test(code), `no main loop with its lines: ${code.slice(0, 400)}`);
   const hot = await page.$$('[data-testid=kernel-source] tr.kline.hot');
   assert(hot.length > 0, 'no hot source line');
   // Picking a hot line marks its instructions in the assembly, and back.

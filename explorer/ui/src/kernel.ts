@@ -16,6 +16,17 @@ export interface KernelView {
   classes: Record<string, number>; widths: Record<string, number>; classified: number;
   cores: { track: number; name: string; samples: number }[]; imbalance: number;
   functions: { name: string; samples: number }[]; notes: string[];
+  static: StaticKernel[] | null;
+}
+// A compiled kernel's code analysed without running it (`opscope kernel --static`).
+interface StaticLoop {
+  head: string; file: string; lines: [number, number]; instructions: number; widest: string; elements: number;
+  loads_per_element: number; stores_per_element: number; bytes_per_element: number; stack_accesses: number;
+  remainder: boolean; samples: number;
+}
+interface StaticKernel {
+  kernel: string; loops: StaticLoop[]; bytes_per_element: number; recorded_bytes_per_element: number;
+  verdicts: { rule: string; severity: string; message: string }[]; notes: string[];
 }
 interface LineRow { file: string; line: number; function: string; kernel: string; op: string; samples: number; share: number; est_ns: number; text: string }
 
@@ -41,6 +52,21 @@ function paintHeat(root: HTMLElement): void {
     const a = Number(el.dataset.heat);
     if (a > 0) el.style.background = `rgba(230, 90, 40, ${(0.12 + 0.6 * a).toFixed(3)})`;
   });
+}
+
+const fig = (x: number, digits = 2) => (x < 0 ? '?' : x.toFixed(digits));
+
+// The verdicts, then each loop: its lines, width, elements an iteration and bytes per element.
+function staticCard(ks: StaticKernel[] | null): string {
+  if (!ks || !ks.length) return '';
+  return ks.map((k) => `<div class="card" data-testid="kernel-static"><h3>Its code, analysed without running it</h3>
+    <ul>${k.verdicts.map((v) => `<li class="${v.severity === 'warn' ? 'warn' : ''}">${h(v.message)} <span class="muted">[${h(v.rule)}]</span></li>`).join('')}</ul>
+    <p class="small">Bytes per element: ${fig(k.bytes_per_element, 1)} in the main loops${k.recorded_bytes_per_element > 0 ? `, ${fig(k.recorded_bytes_per_element, 1)} recorded by its launches` : ''}</p>
+    <table class="small"><tr><th>loop</th><th>lines</th><th>width</th><th>elements / iter</th><th>loads / elem</th><th>stores / elem</th><th>B / elem</th><th>stack</th><th>samples</th></tr>
+    ${k.loops.map((l) => `<tr><td>${l.remainder ? 'tail' : 'main'} ${h(l.head)}</td><td>${h(l.file.split('/').pop() ?? '')}:${l.lines[0]}-${l.lines[1]}</td><td>${h(l.widest)}</td>
+      <td class="num">${fig(l.elements, 0)}</td><td class="num">${fig(l.loads_per_element)}</td><td class="num">${fig(l.stores_per_element)}</td>
+      <td class="num">${fig(l.bytes_per_element, 1)}</td><td class="num">${l.stack_accesses}</td><td class="num">${l.samples < 0 ? '' : formatCount(l.samples)}</td></tr>`).join('')}
+    </table>${k.notes.map((n) => `<p class="small warn">${h(n)}</p>`).join('')}</div>`).join('');
 }
 
 export async function renderKernel(host: HTMLElement, id: number, name: string | undefined, op: string | undefined): Promise<void> {
@@ -71,6 +97,7 @@ export async function renderKernel(host: HTMLElement, id: number, name: string |
       <p class="small">Cores: ${k.cores.map((c) => `${h(c.name)} ${formatCount(c.samples)}`).join(' · ')} · imbalance ${k.imbalance.toFixed(2)}</p>
       ${k.notes.map((n) => `<p class="small warn">${h(n)}</p>`).join('')}
       <p class="small"><a href="#/p/${id}/kernel">All hot lines</a></p></div>
+    ${staticCard(k.static)}
     <div class="kernel-panes">
       <div class="card kpane" data-testid="kernel-source"><h3>Source</h3>${src || '<p class="muted">No line table: assembly only.</p>'}</div>
       <div class="card kpane" data-testid="kernel-asm"><h3>Assembly</h3><table class="kasm">${asm || '<tr><td class="muted">No instructions (see the notes).</td></tr>'}</table></div>

@@ -2,7 +2,10 @@
 //   /kernel?name=K[&op=NAME]   the kernel view: kernel_profile's JSON (source lines, each
 //                              instruction with its line, classes, cores) plus, per
 //                              source file, the lines around its hot ones with their
-//                              samples, so the UI lays source and assembly side by side
+//                              samples, so the UI lays source and assembly side by side;
+//                              for a compiled kernel, "static": its code analysed
+//                              (kernel_static.h's JSON; null for a built-in kernel or an
+//                              artifact gone from the cache)
 //   /samples?t0=&t1=[&max=]    the samples in a time window, for the timeline: each
 //                              with its core's track, its op (an index into `ops`) and
 //                              its function (into `functions`); at most `max`, evenly
@@ -12,6 +15,7 @@
 #include <map>
 
 #include "opscope/analysis/kernel_profile.h"
+#include "opscope/analysis/kernel_static.h"
 #include "opscope/analysis/line_averages.h"
 #include "opscope/core/error.h"
 #include "opscope/debuginfo/source_text.h"
@@ -35,6 +39,15 @@ auto or_404(F&& f) {
 
 constexpr int kContext = 4;      // lines shown around each hot line
 constexpr int kMaxFileLines = 600;
+
+// A compiled kernel's code analysed; null where there is none to read.
+json compiled_code(const Profile& p, const std::string& kernel) {
+  try {
+    return analysis::static_json(analysis::static_profile(p.trace(), kernel, p.label()));
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
 
 }  // namespace
 
@@ -73,6 +86,7 @@ json kernel_view(const Profile& p, const Params& params) {
     files.push_back({{"file", file}, {"found", text != nullptr}, {"lines", rows}});
   }
   j["files"] = files;
+  j["static"] = compiled_code(p, q.kernel);
   return j;
 }
 
