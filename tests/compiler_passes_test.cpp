@@ -186,6 +186,53 @@ TEST(CompilerFusion, MatmulStaysSeparate) {
   EXPECT_EQ(count_kind(g, OpKind::matmul), 1);
 }
 
+namespace {
+int reshape(Graph& g, int x, const Shape& s) {
+  return g.add(OpKind::as_strided, {x}, s, g.values[x].dtype, {}, contiguous_strides(s));
+}
+}  // namespace
+
+// A Linear on a 3-d input: the bias add on the 2-d matmul result, a view to 3-d, the
+// gelu, a view back. The reshape sinks below the gelu and the add and gelu are one kernel;
+// a reshape that is not order-keeping (a transpose) or that another op also reads stays.
+TEST(CompilerFusion, AUnaryOpAfterAReshapeFusesWithTheOpBeforeIt) {
+  Graph g;
+  int x = input(g, {128, 64}), w = input(g, {64, 256}), b = input(g, {256});
+  int h = binary(g, OpKind::add, matmul(g, x, w), b);
+  int act = unary(g, OpKind::gelu, reshape(g, h, {1, 128, 256}));
+  g.outputs = {reshape(g, act, {128, 256})};
+  all_passes(g);
+  std::vector<const FusedKernel*> ks = fused(g);
+  ASSERT_EQ(ks.size(), 1u) << g.str();
+  EXPECT_EQ(ks[0]->name, "fused_add_gelu_f32") << g.str();
+  EXPECT_EQ(g.values[g.outputs[0]].shape, (Shape{128, 256}));
+  EXPECT_EQ(count_kind(g, OpKind::gelu), 0);
+
+  Graph t;  // a transpose: the elements' order changes, the gelu stays after it
+  int y = input(t, {8, 16}), c = input(t, {16});
+  int s = binary(t, OpKind::add, y, c);
+  int tr = t.add(OpKind::as_strided, {s}, Shape{16, 8}, DType::f32, {}, Strides{1, 16});
+  t.outputs = {unary(t, OpKind::exp, tr)};
+  sink_reshapes(t);
+  EXPECT_EQ(t.producer(t.outputs[0]).kind, OpKind::exp);
+  EXPECT_EQ(t.producer(t.producer(t.outputs[0]).inputs[0]).kind, OpKind::as_strided);
+
+  Graph mm;  // straight after a matmul: nothing to fuse with, the reshape stays before the op
+  int p = input(mm, {8, 16}), q = input(mm, {16, 16});
+  int sil = unary(mm, OpKind::silu, reshape(mm, matmul(mm, p, q), {2, 4, 16}));
+  mm.outputs = {sil};
+  sink_reshapes(mm);
+  EXPECT_EQ(mm.producer(sil).kind, OpKind::silu);
+
+  Graph two;  // the reshape's result also read by another op: left as it is
+  int z = input(two, {8, 16});
+  int r = reshape(two, unary(two, OpKind::neg, z), {2, 4, 16});
+  two.outputs = {unary(two, OpKind::exp, r), r};
+  sink_reshapes(two);
+  EXPECT_EQ(two.producer(two.outputs[0]).kind, OpKind::exp);
+  EXPECT_EQ(two.producer(two.outputs[1]).kind, OpKind::as_strided);
+}
+
 TEST(CompilerFusion, NoCycleThroughAnOutsideNode) {
   // y = x * mean(x); z = matmul(y, W) (outside); out = y + z: y's group must not take
   // the final add, which depends on y through the matmul.

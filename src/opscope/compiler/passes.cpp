@@ -51,7 +51,10 @@ void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
   step("fold", opt.fold, fold_constants);
   // Folding and CSE leave dead nodes behind (the constants they replaced).
   if (opt.cse || opt.fold) step("dce", opt.dce, dce);
-  step("fuse", opt.fuse, fuse);
+  step("fuse", opt.fuse, [](Graph& gr) {
+    sink_reshapes(gr);
+    fuse(gr);
+  });
 }
 
 }  // namespace opscope::compiler
