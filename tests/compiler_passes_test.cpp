@@ -233,6 +233,34 @@ TEST(CompilerFusion, AUnaryOpAfterAReshapeFusesWithTheOpBeforeIt) {
   EXPECT_EQ(two.producer(two.outputs[1]).kind, OpKind::as_strided);
 }
 
+// A Linear's bias add with nothing elementwise after it joins the matmul (added in its
+// launch); a bias add followed by an activation stays, fused with it; a bias that is not
+// of shape (N) stays an add.
+TEST(CompilerFusion, ABiasAddJoinsItsMatmulWhereItFusesWithNothingElse) {
+  Graph g;
+  int x = input(g, {128, 64}), w = input(g, {64, 256}), b = input(g, {256});
+  int mm = matmul(g, x, w);
+  g.outputs = {reshape(g, binary(g, OpKind::add, mm, b), {1, 128, 256})};
+  all_passes(g);
+  EXPECT_EQ(count_kind(g, OpKind::add), 0) << g.str();
+  const Node& m = g.producer(g.producer(g.outputs[0]).inputs[0]);
+  ASSERT_EQ(m.kind, OpKind::matmul) << g.str();
+  EXPECT_EQ(m.inputs.size(), 3u);
+
+  Graph act;  // bias, then relu: one fused kernel, the matmul keeps two operands
+  int y = input(act, {16, 8}), v = input(act, {8, 32}), c = input(act, {32});
+  act.outputs = {unary(act, OpKind::relu, binary(act, OpKind::add, matmul(act, y, v), c))};
+  all_passes(act);
+  ASSERT_EQ(fused(act).size(), 1u) << act.str();
+  EXPECT_EQ(fused(act)[0]->name, "fused_add_relu_f32");
+
+  Graph full;  // a (M, N) addend is no bias
+  int p = input(full, {16, 8}), q = input(full, {8, 32}), r = input(full, {16, 32});
+  full.outputs = {binary(full, OpKind::add, matmul(full, p, q), r)};
+  all_passes(full);
+  EXPECT_EQ(count_kind(full, OpKind::add), 1) << full.str();
+}
+
 TEST(CompilerFusion, NoCycleThroughAnOutsideNode) {
   // y = x * mean(x); z = matmul(y, W) (outside); out = y + z: y's group must not take
   // the final add, which depends on y through the matmul.

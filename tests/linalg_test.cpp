@@ -219,6 +219,37 @@ TEST(Matmul, OneRowAgainstAWeightIsAMatrixVectorProduct) {
   }
 }
 
+// addmm's bias in the matmul's launch: matmul then add within rounding (sgemm sums onto
+// the bias, so the order of the additions differs; torch's addmm does the same) on every
+// path: row slices, column slices (N > M), the matrix-vector
+// product, batched, a transposed weight; and a bias the launch cannot take (2-d,
+// strided, bf16, an empty sum) still gives matmul then add.
+TEST(Matmul, ABiasIsAddedInTheSameLaunch) {
+  struct Case { Shape a, b; };
+  for (Case c : {Case{{33, 65}, {65, 17}}, Case{{2, 64}, {64, 1000}}, Case{{1, 70}, {70, 300}}, Case{{3, 5, 8}, {8, 6}},
+                 Case{{300, 64}, {64, 200}}}) {
+    Tensor a = randn(c.a, 11), b = randn(c.b, 12), bias = randn({c.b.back()}, 13);
+    Tensor want = add(matmul(a, b), bias), got = matmul(a, b, bias);
+    ASSERT_EQ(got.shape(), want.shape());
+    std::vector<float> w = want.to_float_vector();
+    expect_close(got.to_float_vector(), std::vector<double>(w.begin(), w.end()), 1e-5, 1e-5,
+                 a.shape().str() + " @ " + b.shape().str());
+  }
+  Tensor x = randn({1, 70}, 14), w = randn({300, 70}, 15), bias = randn({300}, 16);  // decode: gemv over w's rows
+  // gemv adds the bias to its finished sums: the same additions as matmul then add.
+  EXPECT_EQ(matmul(x, w.transpose(0, 1), bias).to_float_vector(), add(matmul(x, w.transpose(0, 1)), bias).to_float_vector());
+  Tensor out = empty({1, 300});
+  EXPECT_EQ(cpu_kernels::matmul_spec(out, x, w.transpose(0, 1), &bias).name, "gemv_f32");
+
+  Tensor a = randn({4, 8}, 17), b = randn({8, 6}, 18);
+  for (const Tensor& other : {randn({4, 6}, 19), randn({6, 2}, 20).slice(1, 0, 1).reshape({6}), randn({6}, 21, DType::bf16)}) {
+    Tensor bb = other.dtype() == DType::bf16 ? b.to(DType::bf16) : b, aa = other.dtype() == DType::bf16 ? a.to(DType::bf16) : a;
+    EXPECT_EQ(matmul(aa, bb, other).to_float_vector(), add(matmul(aa, bb), other).to_float_vector()) << other.shape().str();
+  }
+  Tensor empty_k = matmul(empty({3, 0}), empty({0, 5}), randn({5}, 22));
+  EXPECT_EQ(empty_k.to_float_vector(), add(matmul(empty({3, 0}), empty({0, 5})), randn({5}, 22)).to_float_vector());
+}
+
 TEST(Matmul, EmptyDims) {
   Tensor y = matmul(empty({3, 0}), empty({0, 4}));  // K = 0: a sum of nothing
   EXPECT_EQ(y.shape(), (Shape{3, 4}));

@@ -1,7 +1,8 @@
 // The compiler's passes, each a function over the graph, run in this order:
-// dce → cse → fold → dce → fuse (which first sinks reshapes below unary ops). Each can be
-// switched off for debugging through PassOptions or OPSCOPE_COMPILE_DISABLE=fuse,cse,... ;
-// explain mode prints the graph before and after each pass (OPSCOPE_COMPILE_EXPLAIN=1).
+// dce → cse → fold → dce → fuse (which first folds a matmul's bias add into it and sinks
+// reshapes below unary ops). Each can be switched off for debugging through PassOptions or
+// OPSCOPE_COMPILE_DISABLE=fuse,cse,... ; explain mode prints the graph before and after
+// each pass (OPSCOPE_COMPILE_EXPLAIN=1).
 #pragma once
 #include <string>
 
@@ -32,6 +33,9 @@ void cse(Graph& g);
 // Scalar constants: elementwise ops on constants become constants; x*1, x/1, x+0,
 // x-0 and x^1 become x when that keeps the result's type and layout.
 void fold_constants(Graph& g);
+// Before fusion: a matmul's bias add joins the matmul (add(matmul(a, b), bias) with bias
+// of shape (N) becomes matmul(a, b, bias), added in the matmul's launch).
+void fold_matmul_bias(Graph& g);
 // Before fusion: a unary elementwise op on an order-keeping reshape runs before the
 // reshape instead (u(reshape(x)) = reshape(u(x))), so a chain split by a view fuses.
 void sink_reshapes(Graph& g);

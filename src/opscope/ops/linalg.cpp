@@ -1,4 +1,5 @@
-// matmul: 2-d, batched with broadcast batch dims, and 1-d operands as in numpy.
+// matmul: 2-d, batched with broadcast batch dims, and 1-d operands as in numpy; with a bias
+// (addmm), added in the same launch where the kernel can.
 #include <climits>
 
 #include "opscope/compiler/trace.h"
@@ -18,10 +19,17 @@ Shape dims_range(const Shape& s, int from, int to) {
   return r;
 }
 
-}  // namespace
+// The bias the matmul's launch can add itself: (N) on f32 CPU operands, contiguous, and
+// a product that is not empty (an empty sum is the bias alone: matmul, then add).
+bool launch_adds_bias(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  return bias.defined() && a.defined() && b.defined() && a.ndim() >= 1 && b.ndim() >= 2 && a.numel() > 0 &&
+         b.numel() > 0 && a.dtype() == DType::f32 && b.dtype() == DType::f32 &&
+         bias.dtype() == DType::f32 && &bias.device() == &a.device() && a.device().type() == DeviceType::cpu &&
+         bias.ndim() == 1 && bias.shape()[0] == b.shape()[b.ndim() - 1] && (bias.shape()[0] <= 1 || bias.strides()[0] == 1);
+}
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  OPSCOPE_OP("matmul", &a, &b);
+// a @ b, plus `bias` (launch_adds_bias) when given.
+Tensor matmul_impl(const Tensor& a, const Tensor& b, const Tensor* bias) {
   // ---- framework: validate, infer the output ----
   if (!a.defined() || !b.defined()) fail("matmul", "an operand is undefined (default-constructed)");
   if (&a.device() != &b.device()) fail("matmul", "a is on {} but b is on {}", a.device().name(), b.device().name());
@@ -67,11 +75,27 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   b_full.push_back(K), b_full.push_back(N);
   Tensor a3 = a2.expand(a_full), b3 = b2.expand(b_full);
   Tensor out = runtime::allocate(full, a.dtype(), a.device());
+  Tensor r(out.storage(), result, contiguous_strides(result), 0, out.dtype());
   if (out.numel() > 0) {
     if (K == 0) kernels::launch_fill(out, 0.0);  // an empty sum
+    else if (bias) runtime::launch(a.device(), cpu_kernels::matmul_spec(out, a3, b3, bias), {&a3, &b3, bias}, {&out});
     else runtime::launch(a.device(), kernels::matmul_spec(out, a3, b3), {&a3, &b3}, {&out});
   }
-  return compiler::traced("matmul", {&a, &b}, Tensor(out.storage(), result, contiguous_strides(result), 0, out.dtype()));
+  if (bias) return compiler::traced("matmul", {&a, &b, bias}, r);
+  return compiler::traced("matmul", {&a, &b}, r);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  OPSCOPE_OP("matmul", &a, &b);
+  return matmul_impl(a, b, nullptr);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  OPSCOPE_OP("matmul", &a, &b, &bias);
+  if (!launch_adds_bias(a, b, bias)) return add(matmul(a, b), bias);
+  return matmul_impl(a, b, &bias);
 }
 
 }  // namespace opscope

@@ -140,6 +140,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // 2-d @ 2-d, batched (..., M, K) @ (..., K, N) with broadcast batch dims, and 1-d
 // operands as in numpy. f32 through oneDNN's sgemm; bf16/f16 converted to f32 and back.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// a @ b + bias, as addmm (nn.Linear). A bias of shape (N) on f32 CPU operands is added in
+// the matmul's own launch (each core's slice of C starts as the bias and sgemm adds onto
+// it, or gemv adds it to its outputs); any other bias: matmul, then add.
+Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias);
 
 // ---- convolution and pooling, NCHW; a Size2 is (h, w) ----
 using Size2 = std::array<int64_t, 2>;

@@ -55,9 +55,14 @@ void addmm_kernel(const c10::OperatorHandle& op, Stack* s) {
   try {
     Tensor x = from_torch(a, c.name()), y = from_torch(b, c.name()), z = from_torch(bias, c.name());
     AtenScope scope(c.name(), {&z, &x, &y});
-    Tensor r = matmul(x, y);
-    if (alpha != 1.0) r = mul(r, alpha);
-    if (beta != 0.0) r = add(r, beta == 1.0 ? z : mul(z, beta));
+    Tensor r;
+    if (alpha == 1.0 && beta == 1.0) {
+      r = matmul(x, y, z);  // the bias in the matmul's launch where it can be
+    } else {
+      r = matmul(x, y);
+      if (alpha != 1.0) r = mul(r, alpha);
+      if (beta != 0.0) r = add(r, beta == 1.0 ? z : mul(z, beta));
+    }
     c.ret(deliver(F, r, F == Form::out ? c.out() : a, c.name()));
   } catch (const opscope::Error& e) {
     c.refused(e);

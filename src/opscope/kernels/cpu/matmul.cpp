@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
+#include "opscope/core/error.h"
 #include "opscope/kernels/cpu/gemv.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/sgemm.h"
@@ -82,9 +84,19 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
 
 }  // namespace
 
+// y[j] += bias[j]: gemv's outputs with a bias (f32 only: ops asks for no other).
+inline void add_bias(float* y, const float* bias, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] += bias[j];
+}
+template <class T> void add_bias(T*, const float*, int64_t) {}
+
 bool blas_compatible(const Tensor& m) { return m.ndim() >= 2 && layout_of(m).ok; }
 
-LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
+LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias) {
+  if (bias && (out.dtype() != DType::f32 || bias->dtype() != DType::f32))
+    fail("matmul", "internal: a bias in the launch needs f32 (got {} and {})", dtype_name(out.dtype()),
+         dtype_name(bias->dtype()));
+  const float* biasp = bias ? bias->data<float>() : nullptr;
   int nd = out.ndim(), bd = nd - 2;
   int64_t M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = a.shape()[nd - 1];
   Shape batch = out.shape();
@@ -100,7 +112,7 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
   spec.name = fmt::format("matmul_{}", dtype_name(out.dtype()));
   spec.work = B * blocks;
   spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / std::max<int64_t>(unit_flops, 1));
-  spec.bytes = a.nbytes() + b.nbytes() + out.nbytes();
+  spec.bytes = a.nbytes() + b.nbytes() + out.nbytes() + (bias ? bias->nbytes() : 0);
   spec.flops = 2 * B * M * N * K;
   // Runs of units within one batch become one gemm call: [lo, hi) rows (or columns).
   auto for_slices = [=](int64_t begin, int64_t end, auto&& gemm) {
@@ -127,6 +139,7 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
         for_slices(begin, end, [&](int64_t ao, int64_t bo, int64_t co, int64_t lo, int64_t hi) {
           if (by_rows) lo = 0, hi = N;  // M = N = 1
           gemv_rows(bp + bo + lo * sbn, ldw, ap + ao, sak, cp + co + lo, hi - lo, K, xf.data());
+          if (biasp) add_bias(cp + co + lo, biasp + lo, hi - lo);
         });
       };
     });
@@ -145,7 +158,11 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b) {
         int64_t m = M, n = N;
         if (by_rows) A += lo * sam, C += lo * N, m = hi - lo;
         else Bm += lo * sbn, C += lo, n = hi - lo;
-        sgemm("matmul", la.trans, lb.trans, m, n, K, A, la.ld, Bm, lb.ld, 0.0f, C, N);
+        if (biasp) {  // C starts as the bias; sgemm adds onto it (beta 1), while the slice is in cache
+          const float* bias_cols = biasp + (by_rows ? 0 : lo);
+          for (int64_t i = 0; i < m; ++i) std::memcpy(C + i * N, bias_cols, size_t(n) * sizeof(float));
+        }
+        sgemm("matmul", la.trans, lb.trans, m, n, K, A, la.ld, Bm, lb.ld, biasp ? 1.0f : 0.0f, C, N);
       });
     };
     return spec;

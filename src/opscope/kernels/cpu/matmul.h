@@ -14,6 +14,8 @@ bool blas_compatible(const Tensor& m);
 // out (batch..., M, N), contiguous = a (batch..., M, K) @ b (batch..., K, N), where a and
 // b already have out's batch dims (broadcast ones with stride 0) and K > 0. f32 operands
 // must be blas_compatible; bf16/f16 ones may have any strides.
-LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b);
+// With `bias` (f32, shape (N), contiguous; f32 operands): out = a @ b + bias, each slice
+// of out starting as the bias rows and sgemm adding onto them (or gemv adding it).
+LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias = nullptr);
 
 }  // namespace opscope::cpu_kernels
