@@ -325,9 +325,9 @@ class Emitter {
   }
 
   // One bf16 or f16 full result of a pass without reductions (and not streamed) is
-  // computed 16 elements at a time into a float buffer and converted by the hardware
-  // (bf16_st16, f16_st16): GCC vectorizes the per-element bit rounding, at about a dozen
-  // instructions per 16 elements.
+  // computed in blocks into a float buffer and converted 16 at a time by the hardware
+  // (bf16_st16, f16_st16, blocked_loop): GCC vectorizes the per-element bit rounding, at
+  // about a dozen instructions per 16 elements.
   void plan_blocked() {
     if (stream_ >= 0) return;
     std::vector<int> half;

@@ -82,13 +82,13 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
   for (int64_t i = 0; i < m; ++i) row_from_f32(fc + i * n, c + i * ldc, n);
 }
 
-}  // namespace
-
 // y[j] += bias[j]: gemv's outputs with a bias (f32 only: ops asks for no other).
 inline void add_bias(float* y, const float* bias, int64_t n) {
   for (int64_t j = 0; j < n; ++j) y[j] += bias[j];
 }
 template <class T> void add_bias(T*, const float*, int64_t) {}
+
+}  // namespace
 
 bool blas_compatible(const Tensor& m) { return m.ndim() >= 2 && layout_of(m).ok; }
 
