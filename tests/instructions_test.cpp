@@ -16,6 +16,7 @@
 #include "opscope/analysis/kernel_profile.h"
 #include "opscope/analysis/line_averages.h"
 #include "opscope/compiler/compile.h"
+#include "opscope/analysis/kernel_static.h"
 #include "opscope/explorer/api.h"
 #include "opscope/ops/custom.h"
 #include "opscope/ops/ops.h"
@@ -589,6 +590,34 @@ TEST(LineTable, LongPathsKeepTheFileNameAndLine) {
   EXPECT_NE(text.find(" opscope_test_spin_in_known_function "), std::string::npos) << text;
 }
 
+// `kernel --static` on a built-in kernel: the function its samples fell in, read from
+// libopscope's test binary: its spin loop is found scalar (a chain of double FMAs), with the
+// kernel's samples in it.
+TEST(InstructionsCapture, StaticAnalysisOfABuiltInKernelReadsItsSampledFunction) {
+  const SpinRun& r = spin_run();
+  ASSERT_EQ(r.refused, "") << "the OS refused sampling";
+  std::vector<analysis::StaticKernel> ks = analysis::static_profile(r.trace, "spin_probe", "spin");
+  ASSERT_FALSE(ks.empty());
+  const analysis::StaticKernel& k = ks[0];
+  EXPECT_NE(k.symbol.find("opscope_test_spin_in_known_function"), std::string::npos) << k.symbol;
+  ASSERT_FALSE(k.loops.empty()) << analysis::static_text(ks);
+  int64_t in_loops = 0;
+  for (const analysis::StaticLoop& l : k.loops) in_loops += l.samples;
+  EXPECT_GT(in_loops, 0) << analysis::static_text(ks);
+  EXPECT_TRUE(k.loops[0].facts.scalar()) << analysis::static_text(ks);
+  EXPECT_EQ(k.verdicts[0].rule, "scalar_loop") << analysis::static_text(ks);
+  EXPECT_NE(k.notes.back().find("a built-in kernel"), std::string::npos);
+  // The code rebuilt since the profile (another build id): said, not analysed.
+  prof::Trace rebuilt = r.trace;
+  for (prof::CodeModule& m : rebuilt.code_modules) m.build_id = "0123456789abcdef";
+  try {
+    analysis::static_profile(rebuilt, "spin_probe", "spin");
+    ADD_FAILURE() << "a rebuilt module was read";
+  } catch (const opscope::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rebuilt since the profile"), std::string::npos) << e.what();
+  }
+}
+
 // The explorer's instructions views on the spin profile: the kernel view (source lines with
 // their text, instructions), the samples of a time window with their ops, the line table;
 // 404s that name what is missing.
@@ -607,7 +636,12 @@ TEST(InstructionsExplorer, KernelSamplesAndLinesViews) {
   EXPECT_EQ(k.body.at("samples").get<int64_t>(), in_spin);
   EXPECT_FALSE(k.body.at("instructions").empty());
   ASSERT_TRUE(k.body.contains("files"));
-  EXPECT_TRUE(k.body.at("static").is_null()) << "a built-in kernel has no artifact to analyse";
+  // A built-in kernel's code analysed from the functions its samples fell in.
+  ASSERT_TRUE(k.body.at("static").is_array()) << k.body.at("static").dump();
+  ASSERT_FALSE(k.body["static"].empty());
+  EXPECT_NE(k.body["static"][0].at("symbol").get<std::string>().find("opscope_test_spin_in_known_function"),
+            std::string::npos)
+      << k.body["static"][0].dump().substr(0, 300);
 
   auto all = api.get("/api/profiles/0/samples", {});
   ASSERT_EQ(all.status, 200) << all.body.dump();

@@ -164,8 +164,8 @@ TEST(KernelStatic, AProfilesLaunchesGiveTheRecordedBytesPerElement) {
   EXPECT_NE(analysis::static_text(ks).find("8.0 recorded by 2 launches"), std::string::npos) << analysis::static_text(ks);
 
   EXPECT_NE(error_of([&] { analysis::static_profile(t, "mul_f32", "test.db"); })
-                .find("[--static] test.db: kernel 'mul_f32' is not a compiled kernel of this profile (its compiled kernels: "
-                      "add_f32)"),
+                .find("[--static] test.db: kernel 'mul_f32' is not a compiled kernel of this profile and has no samples "
+                      "(its compiled kernels: add_f32)"),
             std::string::npos);
   prof::Trace eager;
   eager.config_json = "{}";

@@ -18,7 +18,7 @@ export interface KernelView {
   functions: { name: string; samples: number }[]; notes: string[];
   static: StaticKernel[] | null;
 }
-// A compiled kernel's code analysed without running it (`opscope kernel --static`).
+// The kernel's code analysed without running it (`opscope kernel --static`).
 interface StaticLoop {
   head: string; file: string; lines: [number, number]; instructions: number; widest: string; elements: number;
   loads_per_element: number; stores_per_element: number; bytes_per_element: number; stack_accesses: number;

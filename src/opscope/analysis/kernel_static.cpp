@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -144,6 +147,21 @@ void add_profile(const Trace& trace, StaticKernel& k) {
     for (StaticLoop& l : k.loops)
       if (site.address >= l.facts.head && site.address <= l.facts.latch) ++l.samples;
   }
+  // Measured beats guessed: where the samples say which loops ran, a loop with under a
+  // tenth of them is a tail, a fallback or a path this run did not take.
+  int64_t sampled = 0;
+  for (const StaticLoop& l : k.loops) sampled += l.samples;
+  if (sampled > 0)
+    for (StaticLoop& l : k.loops) l.remainder = l.samples * 10 < sampled;
+}
+
+// The kernel's figures and verdicts from its loops (and the profile's side, with a trace).
+void finish(StaticKernel& k, const Trace* trace) {
+  if (trace) add_profile(*trace, k);
+  for (const StaticLoop& l : k.loops)
+    if (!l.remainder && l.bytes_per_element >= 0)
+      k.bytes_per_element = (k.bytes_per_element < 0 ? 0 : k.bytes_per_element) + l.bytes_per_element;
+  k.verdicts = static_verdicts(k, native_vector_bits());
 }
 
 void analyse(StaticKernel& k, const debuginfo::ElfModule* elf, const Trace* trace) {
@@ -155,11 +173,7 @@ void analyse(StaticKernel& k, const debuginfo::ElfModule* elf, const Trace* trac
       k.notes.push_back(fmt::format("{}: no symbol {} (stripped?): its code cannot be found", k.library, k.symbol));
     }
   }
-  for (const StaticLoop& l : k.loops)
-    if (!l.remainder && l.bytes_per_element >= 0)
-      k.bytes_per_element = (k.bytes_per_element < 0 ? 0 : k.bytes_per_element) + l.bytes_per_element;
-  if (trace) add_profile(*trace, k);
-  k.verdicts = static_verdicts(k, native_vector_bits());
+  finish(k, trace);
 }
 
 std::vector<std::string> names_of(const json& kernels) {
@@ -171,6 +185,58 @@ std::vector<std::string> names_of(const json& kernels) {
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// A built-in kernel (no artifact, no manifest): the functions its samples fell in, each
+// analysed as a kernel of its own, hottest first (those with >= kSampledShare of its
+// samples). No domain, so no recorded bytes per element.
+constexpr double kSampledShare = 0.05;
+
+std::vector<StaticKernel> static_sampled(const Trace& trace, const std::string& kernel, std::string_view source_name) {
+  SampleOwners owners(trace);
+  std::map<std::pair<int32_t, std::string>, std::pair<int64_t, uint64_t>> fns;  // -> (samples, an address)
+  int64_t total = 0;
+  for (const prof::Sample& s : trace.samples) {
+    if (owners.kernel(s.launch) != kernel) continue;
+    ++total;
+    const prof::CodeSite& site = trace.code_sites[size_t(s.site)];
+    if (site.module < 0 || size_t(site.module) >= trace.code_modules.size() || site.function.empty()) continue;
+    auto& f = fns[{site.module, site.function}];
+    ++f.first;
+    f.second = site.address;
+  }
+  std::vector<std::pair<int64_t, std::pair<int32_t, uint64_t>>> hot;
+  for (auto& [key, f] : fns)
+    if (double(f.first) >= kSampledShare * double(total)) hot.push_back({f.first, {key.first, f.second}});
+  std::sort(hot.begin(), hot.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::vector<StaticKernel> out;
+  std::string unreadable;
+  for (auto& [n, where] : hot) {
+    const prof::CodeModule& m = trace.code_modules[size_t(where.first)];
+    std::string why;
+    std::unique_ptr<debuginfo::ElfModule> elf = debuginfo::ElfModule::open(m.path, &why);
+    if (!elf || (!m.build_id.empty() && elf->build_id() != m.build_id)) {
+      unreadable = fmt::format("{}: {}", m.path, elf ? "rebuilt since the profile (another build id)" : why);
+      continue;
+    }
+    std::optional<debuginfo::Symbol> sym = elf->symbol_at(where.second);
+    if (!sym) continue;
+    StaticKernel k;
+    k.kernel = kernel;
+    k.symbol = sym->name;
+    k.library = m.path;
+    k.dtype = dtype_of(kernel);
+    k.elem_bytes = bytes_of(k.dtype);
+    k.loops = kernel_loops(*elf, *sym, k);
+    finish(k, &trace);
+    k.notes.push_back(fmt::format("a built-in kernel: {} of its {} samples in this function; no manifest, so no "
+                                  "domain and no recorded bytes per element",
+                                  n, total));
+    out.push_back(std::move(k));
+  }
+  if (out.empty() && !unreadable.empty())
+    fail("--static", "{}: kernel '{}': the code its samples fell in cannot be read: {}", source_name, kernel, unreadable);
   return out;
 }
 
@@ -202,15 +268,21 @@ std::vector<StaticKernel> static_artifact(const std::string& dir, const std::str
 
 std::vector<StaticKernel> static_profile(const Trace& trace, const std::string& kernel, std::string_view source_name) {
   json cfg = json::parse(trace.config_json, nullptr, /*allow_exceptions=*/false);
-  if (cfg.is_discarded() || !cfg.is_object() || !cfg.contains("artifacts") || !cfg["artifacts"].is_object() ||
-      cfg["artifacts"].empty())
-    fail("--static", "{}: ran no compiled kernels (--static reads the kernels opscope.compile generated; "
-         "or pass an artifact folder from opscope cache list)", source_name);
+  bool compiled = !cfg.is_discarded() && cfg.is_object() && cfg.contains("artifacts") && cfg["artifacts"].is_object() &&
+                  !cfg["artifacts"].empty();
+  if (!kernel.empty() && (!compiled || !cfg["artifacts"].contains(kernel))) {
+    std::vector<StaticKernel> sampled = static_sampled(trace, kernel, source_name);
+    if (!sampled.empty()) return sampled;
+  }
+  if (!compiled)
+    fail("--static", "{}: ran no compiled kernels{} (--static reads the kernels opscope.compile generated, or a "
+         "kernel's sampled functions with the instructions layer; or pass an artifact folder from opscope cache list)",
+         source_name, kernel.empty() ? "" : fmt::format(", and kernel '{}' has no samples", kernel));
   std::vector<std::string> names;
   for (auto& [name, a] : cfg["artifacts"].items()) names.push_back(name);
   if (!kernel.empty() && !cfg["artifacts"].contains(kernel))
-    fail("--static", "{}: kernel '{}' is not a compiled kernel of this profile (its compiled kernels: {})", source_name,
-         kernel, joined(names));
+    fail("--static", "{}: kernel '{}' is not a compiled kernel of this profile and has no samples (its compiled "
+         "kernels: {})", source_name, kernel, joined(names));
   std::vector<StaticKernel> out;
   for (const std::string& name : names) {
     if (!kernel.empty() && name != kernel) continue;

@@ -66,8 +66,10 @@ struct StaticKernel {
 // no artifact, its library is gone, or it has no kernel of that name (listing them).
 std::vector<StaticKernel> static_artifact(const std::string& dir, const std::string& kernel, const Trace* trace);
 
-// The compiled kernels a profile ran (its config's "artifacts"), or only `kernel`.
-// Throws "[--static] <source>: ..." when it ran none, or not that one (listing them).
+// The compiled kernels a profile ran (its config's "artifacts"), or only `kernel`; a
+// kernel that is not compiled but has instruction samples (a built-in one): the functions
+// its samples fell in, each with >= 5% of them. Throws "[--static] <source>: ..." when it
+// ran none, or not that one and it has no samples (listing the compiled ones).
 std::vector<StaticKernel> static_profile(const Trace& trace, const std::string& kernel, std::string_view source_name);
 
 // The vector width this CPU's widest registers have (512, 256, 128): what -march=native

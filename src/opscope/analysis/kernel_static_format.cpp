@@ -83,9 +83,12 @@ std::string static_text(const std::vector<StaticKernel>& kernels) {
     std::string ops;
     for (const std::string& o : k.ops) ops += (ops.empty() ? "" : " -> ") + o;
     put(out, "{}Kernel {} ({} in {})\n", out.empty() ? "" : "\n", k.kernel, k.symbol, k.library);
-    put(out, "  {}: {}, domain {} ({} elements a launch), {} input{}, {} output{}, {} pass{}\n", ops.empty() ? "?" : ops,
-        k.dtype, domain_text(k), k.elements, k.inputs, k.inputs == 1 ? "" : "s", k.outputs, k.outputs == 1 ? "" : "s",
-        k.passes, k.passes == 1 ? "" : "es");
+    if (k.domain.empty() && k.ops.empty())  // a built-in kernel's function: no manifest
+      put(out, "  a built-in kernel's function ({}): per-element figures per loop, no domain\n", k.dtype);
+    else
+      put(out, "  {}: {}, domain {} ({} elements a launch), {} input{}, {} output{}, {} pass{}\n", ops.empty() ? "?" : ops,
+          k.dtype, domain_text(k), k.elements, k.inputs, k.inputs == 1 ? "" : "s", k.outputs, k.outputs == 1 ? "" : "s",
+          k.passes, k.passes == 1 ? "" : "es");
     int64_t sampled = 0;
     for (const StaticLoop& l : k.loops) sampled += std::max<int64_t>(0, l.samples);
     for (const StaticLoop& l : k.loops) loop_text(out, k, l, sampled);

@@ -3,9 +3,9 @@
 //                              instruction with its line, classes, cores) plus, per
 //                              source file, the lines around its hot ones with their
 //                              samples, so the UI lays source and assembly side by side;
-//                              for a compiled kernel, "static": its code analysed
-//                              (kernel_static.h's JSON; null for a built-in kernel or an
-//                              artifact gone from the cache)
+//                              "static": its code analysed (kernel_static.h's JSON: a
+//                              compiled kernel's artifact, a built-in kernel's sampled
+//                              functions; null when the code is gone or rebuilt)
 //   /samples?t0=&t1=[&max=]    the samples in a time window, for the timeline: each
 //                              with its core's track, its op (an index into `ops`) and
 //                              its function (into `functions`); at most `max`, evenly
@@ -40,7 +40,7 @@ auto or_404(F&& f) {
 constexpr int kContext = 4;      // lines shown around each hot line
 constexpr int kMaxFileLines = 600;
 
-// A compiled kernel's code analysed; null where there is none to read.
+// The kernel's code analysed; null where there is none to read.
 json compiled_code(const Profile& p, const std::string& kernel) {
   try {
     return analysis::static_json(analysis::static_profile(p.trace(), kernel, p.label()));
