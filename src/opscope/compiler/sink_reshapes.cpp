@@ -1,8 +1,8 @@
 // Reshapes sink below unary elementwise ops: u(reshape(x)) = reshape(u(x)) when the
 // reshape keeps the elements' order (a contiguous view of all of a contiguous value) and x
-// comes from an elementwise op, which u then fuses with. A
-// Linear on a 3-d input traces as addmm on a 2-d view, then a view back to 3-d, then its
-// activation: the view splits the bias add from the gelu, and they ran as two kernels.
+// comes from an elementwise op, which u then fuses with. A Linear on a 3-d input traces as
+// addmm on a 2-d view, then a view back to 3-d, then its activation: the view split the
+// bias add from the gelu, and they ran as two kernels.
 #include "opscope/compiler/passes.h"
 
 namespace opscope::compiler {
