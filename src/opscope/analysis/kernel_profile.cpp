@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "opscope/analysis/text_out.h"
 #include "opscope/core/error.h"
 #include "opscope/debuginfo/listing.h"
 #include "opscope/debuginfo/source_text.h"
@@ -15,11 +16,6 @@
 namespace opscope::analysis {
 
 namespace {
-
-template <class... A>
-void put(std::string& out, fmt::format_string<A...> f, A&&... a) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<A>(a)...);
-}
 
 namespace fs = std::filesystem;
 using debuginfo::ElfModule;

@@ -6,16 +6,12 @@
 #include <string>
 
 #include "opscope/analysis/kernel_static.h"
+#include "opscope/analysis/text_out.h"
 #include "opscope/debuginfo/source_text.h"
 
 namespace opscope::analysis {
 
 namespace {
-
-template <class... A>
-void put(std::string& out, fmt::format_string<A...> f, A&&... a) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<A>(a)...);
-}
 
 constexpr int kSourceLinesShown = 8;
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "opscope/analysis/text_out.h"
 #include "opscope/debuginfo/source_text.h"
 
 namespace opscope::analysis {
@@ -51,11 +52,6 @@ LineAverages line_averages(const Trace& trace, std::string_view what, std::strin
 }
 
 namespace {
-
-template <class... A>
-void put(std::string& out, fmt::format_string<A...> f, A&&... a) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<A>(a)...);
-}
 
 std::string trim(std::string s) {
   size_t b = s.find_first_not_of(" \t");
