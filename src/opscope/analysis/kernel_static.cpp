@@ -1,17 +1,19 @@
 #include "opscope/analysis/kernel_static.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <fstream>
 #include <sstream>
 
 #include "opscope/analysis/instruction_samples.h"
 #include "opscope/analysis/kernel_static_verdicts.h"
+#include "opscope/core/dtype.h"
 #include "opscope/core/error.h"
 #include "opscope/debuginfo/elf_module.h"
 
@@ -40,13 +42,18 @@ json read_manifest(const std::string& dir) {
   return m;
 }
 
-std::string dtype_of(const std::string& kernel) {
-  for (const char* t : {"_bf16", "_f16", "_f32", "_f64"})
-    if (kernel.size() > std::string_view(t).size() && kernel.ends_with(t)) return std::string(t + 1);
-  return "f32";
+// The floating dtype a kernel's name ends in ("fused_add_silu_bf16"); f32 otherwise.
+DType dtype_of(const std::string& kernel) {
+  for (DType t : {DType::bf16, DType::f16, DType::f32})
+    if (kernel.ends_with(fmt::format("_{}", dtype_name(t)))) return t;
+  return DType::f32;
 }
 
-int bytes_of(const std::string& dtype) { return dtype == "f64" ? 8 : dtype == "f32" ? 4 : 2; }
+void set_dtype(StaticKernel& k) {
+  DType t = dtype_of(k.kernel);
+  k.dtype = std::string(dtype_name(t));
+  k.elem_bytes = int(itemsize(t));
+}
 
 int64_t int_field(const json& e, const char* key) {
   return e.contains(key) && e[key].is_number_integer() ? e[key].get<int64_t>() : 0;
@@ -58,8 +65,7 @@ StaticKernel from_entry(const json& e, const std::string& dir) {
   k.symbol = e.value("symbol", k.kernel);
   k.library = dir + "/kernels.so";
   k.source = dir + "/kernels.cpp";
-  k.dtype = dtype_of(k.kernel);
-  k.elem_bytes = bytes_of(k.dtype);
+  set_dtype(k);
   if (e.contains("domain") && e["domain"].is_array())
     for (const json& d : e["domain"]) k.domain.push_back(d.is_number_integer() ? d.get<int64_t>() : 0);
   k.elements = k.domain.empty() ? 0 : 1;
@@ -182,12 +188,6 @@ std::vector<std::string> names_of(const json& kernels) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 // A built-in kernel (no artifact, no manifest): the functions its samples fell in, each
 // analysed as a kernel of its own, hottest first (those with >= kSampledShare of its
 // samples). No domain, so no recorded bytes per element.
@@ -226,8 +226,7 @@ std::vector<StaticKernel> static_sampled(const Trace& trace, const std::string& 
     k.kernel = kernel;
     k.symbol = sym->name;
     k.library = m.path;
-    k.dtype = dtype_of(kernel);
-    k.elem_bytes = bytes_of(k.dtype);
+    set_dtype(k);
     k.loops = kernel_loops(*elf, *sym, k);
     finish(k, &trace);
     k.notes.push_back(fmt::format("a built-in kernel: {} of its {} samples in this function; no manifest, so no "
@@ -237,6 +236,28 @@ std::vector<StaticKernel> static_sampled(const Trace& trace, const std::string& 
   }
   if (out.empty() && !unreadable.empty())
     fail("--static", "{}: kernel '{}': the code its samples fell in cannot be read: {}", source_name, kernel, unreadable);
+  return out;
+}
+
+// The kernels `wanted` of the artifact in `dir` (all of them when empty), from one reading
+// of its manifest and one opening of its library.
+std::vector<StaticKernel> artifact_kernels(const std::string& dir, const std::vector<std::string>& wanted,
+                                           const Trace* trace) {
+  json m = read_manifest(dir);
+  std::vector<std::string> names = names_of(m["kernels"]);
+  for (const std::string& kernel : wanted)
+    if (std::find(names.begin(), names.end(), kernel) == names.end())
+      fail("--static", "{}: no kernel '{}' in this artifact (its kernels: {})", dir, kernel, fmt::join(names, ", "));
+  std::string why;
+  std::unique_ptr<debuginfo::ElfModule> elf = debuginfo::ElfModule::open(dir + "/kernels.so", &why);
+  if (!elf) fail("--static", "{}/kernels.so: {}: the artifact's library is gone (rebuild it by running the model)", dir, why);
+  std::vector<StaticKernel> out;
+  for (const json& e : m["kernels"]) {
+    std::string name = e.value("name", "");
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
+    out.push_back(from_entry(e, dir));
+    analyse(out.back(), elf.get(), trace);
+  }
   return out;
 }
 
@@ -250,20 +271,7 @@ int native_vector_bits() {
 }
 
 std::vector<StaticKernel> static_artifact(const std::string& dir, const std::string& kernel, const Trace* trace) {
-  json m = read_manifest(dir);
-  std::vector<std::string> names = names_of(m["kernels"]);
-  if (!kernel.empty() && std::find(names.begin(), names.end(), kernel) == names.end())
-    fail("--static", "{}: no kernel '{}' in this artifact (its kernels: {})", dir, kernel, joined(names));
-  std::string why;
-  std::unique_ptr<debuginfo::ElfModule> elf = debuginfo::ElfModule::open(dir + "/kernels.so", &why);
-  if (!elf) fail("--static", "{}/kernels.so: {}: the artifact's library is gone (rebuild it by running the model)", dir, why);
-  std::vector<StaticKernel> out;
-  for (const json& e : m["kernels"]) {
-    if (!kernel.empty() && e.value("name", "") != kernel) continue;
-    out.push_back(from_entry(e, dir));
-    analyse(out.back(), elf.get(), trace);
-  }
-  return out;
+  return artifact_kernels(dir, kernel.empty() ? std::vector<std::string>{} : std::vector<std::string>{kernel}, trace);
 }
 
 std::vector<StaticKernel> static_profile(const Trace& trace, const std::string& kernel, std::string_view source_name) {
@@ -282,16 +290,20 @@ std::vector<StaticKernel> static_profile(const Trace& trace, const std::string& 
   for (auto& [name, a] : cfg["artifacts"].items()) names.push_back(name);
   if (!kernel.empty() && !cfg["artifacts"].contains(kernel))
     fail("--static", "{}: kernel '{}' is not a compiled kernel of this profile and has no samples (its compiled "
-         "kernels: {})", source_name, kernel, joined(names));
-  std::vector<StaticKernel> out;
+         "kernels: {})", source_name, kernel, fmt::join(names, ", "));
+  std::map<std::string, std::vector<std::string>> by_dir;  // the kernels of one artifact, read together
   for (const std::string& name : names) {
     if (!kernel.empty() && name != kernel) continue;
     const json& a = cfg["artifacts"][name];
     std::string dir = a.is_object() && a.contains("dir") && a["dir"].is_string() ? a["dir"].get<std::string>() : "";
     if (dir.empty() || !fs::exists(dir + "/manifest.json"))
       fail("--static", "{}: kernel '{}': its artifact {} is gone (deleted from the cache?)", source_name, name, dir);
-    for (StaticKernel& k : static_artifact(dir, name, &trace)) out.push_back(std::move(k));
+    by_dir[dir].push_back(name);
   }
+  std::vector<StaticKernel> out;
+  for (auto& [dir, wanted] : by_dir)
+    for (StaticKernel& k : artifact_kernels(dir, wanted, &trace)) out.push_back(std::move(k));
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.kernel < b.kernel; });
   return out;
 }
 
