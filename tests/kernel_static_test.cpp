@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli_util.h"
+#include "test_util.h"
 #include "opscope/analysis/kernel_static.h"
 #include "opscope/analysis/advisor/kernel_code.h"
 #include "opscope/analysis/kernel_static_verdicts.h"
@@ -21,6 +21,7 @@
 #include "opscope/debuginfo/listing.h"
 
 using namespace opscope;
+using opscope::test_util::error_of;
 using analysis::StaticKernel;
 using analysis::StaticLoop;
 namespace fs = std::filesystem;
@@ -64,15 +65,6 @@ bool has_rule(const StaticKernel& k, const std::string& rule) {
   for (const analysis::Verdict& v : k.verdicts)
     if (v.rule == rule) return true;
   return false;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
