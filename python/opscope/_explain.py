@@ -32,7 +32,7 @@ import time
 import torch
 
 from . import _device
-from ._compile import CompiledFunction, compile as _compile, origin
+from ._compile import _VIEWS as _LOWERED_VIEWS, CompiledFunction, compile as _compile, origin
 
 aten = torch.ops.aten
 
@@ -40,7 +40,7 @@ _VIEWS = {aten.view.default, aten._unsafe_view.default, aten._reshape_alias.defa
           aten.permute.default, aten.transpose.int, aten.t.default, aten.unsqueeze.default, aten.squeeze.dim,
           aten.squeeze.default, aten.slice.Tensor, aten.select.int, aten.split.Tensor,
           aten.split_with_sizes.default, aten.alias.default, aten.detach.default, operator.getitem}
-_COMPILED_VIEWS = {"reshape", "expand", "permute", "transpose", "unsqueeze", "squeeze", "slice", "as_strided"}
+_COMPILED_VIEWS = _LOWERED_VIEWS | {"as_strided"}  # the lowering's view instructions, and the graph's view node
 _RATES = {}  # device -> (copy bytes/s, matmul flop/s)
 
 
