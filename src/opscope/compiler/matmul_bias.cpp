@@ -25,18 +25,12 @@ int bias_target(const Graph& g, const Node& add, const std::vector<std::vector<i
   return -1;
 }
 
-// Whether the add's result fuses onward: into an elementwise consumer, or into a unary one
-// across an order-keeping reshape (sink_reshapes). There the bias add costs no pass of its
+// Whether the add's result fuses onward, into an elementwise consumer (sink_reshapes has
+// already moved a unary one from behind a reshape): there the bias add costs no pass of its
 // own (it runs in the consumer's fused kernel), and the fusion keeps it.
 bool fuses_onward(const Graph& g, int v, const std::vector<std::vector<int>>& uses) {
-  for (int u : uses[size_t(v)]) {
-    if (u < 0) continue;
-    const Node& c = g.nodes[size_t(u)];
-    if (is_elementwise(c.kind)) return true;
-    if (c.kind != OpKind::as_strided || uses[size_t(c.outputs[0])].size() != 1) continue;
-    int next = uses[size_t(c.outputs[0])][0];
-    if (next >= 0 && op_class(g.nodes[size_t(next)].kind) == OpClass::unary) return true;
-  }
+  for (int u : uses[size_t(v)])
+    if (u >= 0 && is_elementwise(g.nodes[size_t(u)].kind)) return true;
   return false;
 }
 

@@ -52,8 +52,8 @@ void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
   // Folding and CSE leave dead nodes behind (the constants they replaced).
   if (opt.cse || opt.fold) step("dce", opt.dce, dce);
   step("fuse", opt.fuse, [](Graph& gr) {
+    sink_reshapes(gr);  // first: a bias add and its activation behind a view meet, and stay an add
     fold_matmul_bias(gr);
-    sink_reshapes(gr);
     fuse(gr);
   });
 }

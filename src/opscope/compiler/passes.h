@@ -1,6 +1,6 @@
 // The compiler's passes, each a function over the graph, run in this order:
-// dce → cse → fold → dce → fuse (which first folds a matmul's bias add into it and sinks
-// reshapes below unary ops). Each can be switched off for debugging through PassOptions or
+// dce → cse → fold → dce → fuse (which first sinks reshapes below unary ops and folds a
+// matmul's bias add into it). Each can be switched off for debugging through PassOptions or
 // OPSCOPE_COMPILE_DISABLE=fuse,cse,... ; explain mode prints the graph before and after
 // each pass (OPSCOPE_COMPILE_EXPLAIN=1).
 #pragma once
