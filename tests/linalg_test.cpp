@@ -11,6 +11,7 @@
 #include "opscope/kernels/cpu/matmul.h"
 #include "opscope/kernels/cpu/sgemm.h"
 #include "opscope/ops/ops.h"
+#include "opscope/runtime/device.h"
 
 using namespace opscope;
 
@@ -248,6 +249,24 @@ TEST(Matmul, ABiasIsAddedInTheSameLaunch) {
   }
   Tensor empty_k = matmul(empty({3, 0}), empty({0, 5}), randn({5}, 22));
   EXPECT_EQ(empty_k.to_float_vector(), add(matmul(empty({3, 0}), empty({0, 5})), randn({5}, 22)).to_float_vector());
+}
+
+// Each sgemm call packs its operands: a core given one 64-column block at a time repacks the
+// same rows of A for every block. A launch's chunks span at least four blocks while each core
+// still gets work, and a product of only two blocks still splits.
+TEST(Matmul, ChunksSpanSeveralBlocksWhileEveryCoreGetsOne) {
+  const int64_t cores = cpu().num_cores();
+  Tensor a = randn({128, 2048}, 30), w = randn({512, 2048}, 31), out = empty({128, 512});
+  LaunchSpec spec = cpu_kernels::matmul_spec(out, a, w.transpose(0, 1));
+  EXPECT_EQ(spec.work, 8);  // 512 columns, 64 a block
+  EXPECT_EQ(spec.grain, std::min<int64_t>(4, (8 + cores - 1) / cores));
+  Tensor small = empty({128, 128}), a2 = randn({128, 512}, 32), b2 = randn({512, 128}, 33);
+  LaunchSpec two = cpu_kernels::matmul_spec(small, a2, b2);
+  EXPECT_EQ(two.work, 2);
+  EXPECT_LE(two.grain, std::max<int64_t>(1, 2 / cores)) << "two blocks on " << cores << " cores";
+  // The chunked launch still computes the product.
+  expect_close(matmul(a, w.transpose(0, 1)).to_float_vector(), naive2d(a, w.transpose(0, 1).contiguous()), 1e-5,
+               1e-3, "128x2048 @ 2048x512");
 }
 
 TEST(Matmul, EmptyDims) {
