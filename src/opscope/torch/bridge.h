@@ -37,7 +37,8 @@ at::Tensor to_torch(const Tensor& t);
 // True when every defined tensor is on the device with a dtype opscope computes in.
 bool has_kernels(std::initializer_list<const at::Tensor*> ts, bool floating_only = true);
 // A CPU tensor over the same memory as a device tensor (no copy). The caller keeps the
-// device tensor alive and synchronizes first.
+// device tensor alive and synchronizes first. It counts as a host write of the storage
+// (Storage::host_writes): the caller may write through it.
 at::Tensor cpu_alias(const at::Tensor& t);
 // A new device tensor with the values of a CPU tensor (synchronous host copy).
 at::Tensor to_device_copy(const at::Tensor& cpu, int64_t device_index = 0);
