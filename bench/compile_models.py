@@ -1,7 +1,9 @@
 """opscope.compile on whole models (issue #26): eager vs compiled time per forward on opscope's
 device (wall, synchronized), measured in one run with the two sides alternated, R calls each;
 compiled/eager is the ratio of the medians, best/best that of the fastest calls (on a loaded
-machine the least disturbed pair). Also the first compiled call (trace + passes +
+machine the least disturbed pair). A third side, compiled without the "pack" step (weights
+packed once for oneDNN's matmul), alternated with the other two, gives packed/unpacked
+in the same run. Also the first compiled call (trace + passes +
 build; cold = empty compile cache) and a warm first call (a fresh compile of the same model
 with the cache filled). Models are tests/python/model_zoo.py's (random weights).
 
@@ -39,22 +41,24 @@ def bench(name, repeats):
     model = model.to(dev)
     xs = [x.to(dev) for x in inputs]
     compiled = opscope.compile(model)
+    unpacked = opscope.compile(model, passes=[p for p in opscope._compile.PASSES if p != "pack"])
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         first_ms, got = timed(lambda: compiled(*xs))
         recompiled = opscope.compile(model)  # a new compile of the same graph: the cache's hit
         warm_ms, _ = timed(lambda: recompiled(*xs))
         timed(lambda: model(*xs))
-        eager, comp = [], []
-        for i in range(repeats):  # alternated (ABBA), so that drift in the machine's load hits both sides
-            sides = ((eager, model), (comp, compiled))
+        timed(lambda: unpacked(*xs))
+        eager, comp, nopack = [], [], []
+        for i in range(repeats):  # alternated (ABC CBA), so that drift in the machine's load hits every side
+            sides = ((eager, model), (comp, compiled), (nopack, unpacked))
             for times, f in sides if i % 2 == 0 else sides[::-1]:
                 times.append(timed(lambda: f(*xs))[0])
     got = got.cpu() if torch.is_tensor(got) else got[0].cpu()
     want = want if torch.is_tensor(want) else want[0]
     rel = ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
-    e, c = statistics.median(eager), statistics.median(comp)
-    return e, c, min(comp) / min(eager), first_ms, warm_ms, rel
+    e, c, u = statistics.median(eager), statistics.median(comp), statistics.median(nopack)
+    return e, c, min(comp) / min(eager), c / u, first_ms, warm_ms, rel
 
 
 def main():
@@ -65,14 +69,14 @@ def main():
     torch.set_num_threads(2)
     print(f"device: {opscope._C.device_description(0)}; load: {os.getloadavg()[0]:.2f}")
     print(f"{'model':22s} {'eager ms':>9s} {'compiled ms':>12s} {'compiled/eager':>15s} "
-          f"{'best/best':>10s} {'1st call cold ms':>17s} {'warm ms':>8s} {'max rel err':>12s}")
+          f"{'best/best':>10s} {'packed/unpacked':>16s} {'1st call cold ms':>17s} {'warm ms':>8s} {'max rel err':>12s}")
     ratios = []
     with tempfile.TemporaryDirectory() as cache:
         os.environ["OPSCOPE_CACHE_DIR"] = cache
         for name in args.models.split(","):
-            e, c, best, first, warm, rel = bench(name, args.repeats)
+            e, c, best, packed, first, warm, rel = bench(name, args.repeats)
             ratios.append(c / e)
-            print(f"{name:22s} {e:9.2f} {c:12.2f} {c / e:14.2f}x {best:9.2f}x {first:17.0f} {warm:8.0f} {rel:12.1e}", flush=True)
+            print(f"{name:22s} {e:9.2f} {c:12.2f} {c / e:14.2f}x {best:9.2f}x {packed:15.2f}x {first:17.0f} {warm:8.0f} {rel:12.1e}", flush=True)
     geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
     print(f"geomean compiled/eager: {geo:.2f}x over {len(ratios)} models; load: {os.getloadavg()[0]:.2f}")
 

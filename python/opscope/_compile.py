@@ -7,7 +7,7 @@ torch.compile analog for torch 1.13, which has make_fx but no dynamo).
 
 A call traces once per input signature into an aten graph, cuts it into regions of ops
 opscope lowers (elementwise, reductions, norms, softmax, matmul, views, casts), and hands
-each region to the compiler (passes dce, cse, fold, fuse; generated C++; cached artifact).
+each region to the compiler (passes dce, cse, fold, fuse; generated C++; cached artifact; weights packed).
 Nodes it cannot lower run eagerly on the device, with one warning each: the result is
 never wrong. Module parameters and buffers are inputs of the graph, not constants, so a
 changed weight needs no recompile.
@@ -845,13 +845,14 @@ class CompiledFunction:
         return reports
 
 
-PASSES = ("dce", "cse", "fold", "fuse")
+PASSES = ("dce", "cse", "fold", "fuse", "pack")
 
 
 def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False, recompile_limit=8):
     """Compiles a function of tensors or an nn.Module for opscope's device (see module doc).
-    passes: the compiler passes to run, a subset of ("dce", "cse", "fold", "fuse"), in their
-    fixed order (passes=() runs the graph op by op, for comparison). explain=True prints the
+    passes: the compiler passes to run, a subset of ("dce", "cse", "fold", "fuse", "pack"), in
+    their fixed order (passes=() runs the graph op by op, for comparison; "pack" packs the
+    weights of f32 matmuls once for oneDNN, and repacks one that was written). explain=True prints the
     graph after each pass and, on the first call of each signature, opscope.explain's table
     (each region, what it became, its predicted and measured time against its eager ops).
     dynamic=True is not supported yet: each new shape compiles again, with a warning that

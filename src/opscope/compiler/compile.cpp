@@ -287,6 +287,7 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
       if (g.nodes[i].kind == OpKind::fused) exe.entries[i] = reinterpret_cast<KernelEntry>(art.entries[k++]);
   }
   exe.graph = std::move(g);
+  if (po.pack) exe.packed = std::make_shared<PackedWeights>(exe.graph);
   return exe;
 }
 

@@ -113,6 +113,12 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
           break;
         }
         [[fallthrough]];
+      case OpKind::matmul:
+        if (packed && packed->run(graph, i, vals, dev)) {
+          check_layout(name, graph, n.outputs[0], vals[size_t(n.outputs[0])]);
+          break;
+        }
+        [[fallthrough]];
       default:
         eval_eager(graph, n, vals, dev);
         if (n.kind != OpKind::fused)

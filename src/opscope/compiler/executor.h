@@ -9,6 +9,7 @@
 #include "opscope/compiler/build.h"
 #include "opscope/compiler/graph.h"
 #include "opscope/compiler/origins.h"
+#include "opscope/compiler/packed_weights.h"
 #include "opscope/runtime/tensor.h"
 
 namespace opscope {
@@ -39,6 +40,8 @@ struct Executable {
   // Per node, the module ranges its launch runs in while a profile records the
   // framework layer (origins.h); empty for nodes that launch nothing.
   std::vector<LaunchScope> scopes;
+  // The matmuls whose B is a weight, packed once (packed_weights.h); null off the CPU.
+  std::shared_ptr<PackedWeights> packed;
 
   // Runs the graph on `inputs` (the signature it was compiled for): its outputs.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;

@@ -14,7 +14,8 @@ bool disable_pass(PassOptions& opt, const std::string& name) {
   else if (name == "cse") opt.cse = false;
   else if (name == "fold") opt.fold = false;
   else if (name == "fuse") opt.fuse = false;
-  else if (name == "all") opt = PassOptions{false, false, false, false};
+  else if (name == "pack") opt.pack = false;
+  else if (name == "all") opt = PassOptions{false, false, false, false, false};
   else return false;
   return true;
 }

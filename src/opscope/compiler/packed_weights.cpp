@@ -1,0 +1,94 @@
+#include "opscope/compiler/packed_weights.h"
+
+#include "opscope/kernels/cpu/packed_matmul.h"
+#include "opscope/runtime/device.h"
+#include "opscope/runtime/op_scope.h"
+#include "opscope/runtime/runtime.h"
+
+namespace opscope::compiler {
+
+namespace {
+
+// Whether value `v` is read from an input or param of the graph through views only.
+bool read_from_weight(const Graph& g, int v) {
+  for (;;) {
+    const Node& p = g.producer(v);
+    if (p.kind == OpKind::input || p.kind == OpKind::param) return true;
+    if (p.kind != OpKind::as_strided) return false;
+    v = p.inputs[0];
+  }
+}
+
+}  // namespace
+
+PackedWeights::PackedWeights(const Graph& g) : weight_(g.nodes.size(), 0), entries_(g.nodes.size()) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    weight_[i] = n.kind == OpKind::matmul && n.inputs.size() >= 2 && n.outputs.size() == 1 &&
+                 g.values[size_t(n.outputs[0])].dtype == DType::f32 && read_from_weight(g, n.inputs[1]);
+  }
+}
+
+PackedWeights::~PackedWeights() = default;
+
+PackedWeights::Stamp PackedWeights::Stamp::of(const Tensor& b) {
+  const Storage& st = *b.storage();
+  return {b.storage(), st.writer, st.writer_seq, st.host_writes.load(std::memory_order_relaxed), b.offset()};
+}
+
+bool PackedWeights::Stamp::same(const Tensor& b) const {
+  const Storage* st = b.storage().get();
+  // A storage freed and another made at its address is not the same: the weak pointer has expired.
+  return storage.lock().get() == st && st->writer == writer && st->writer_seq == writer_seq &&
+         st->host_writes.load(std::memory_order_relaxed) == host_writes && b.offset() == offset;
+}
+
+int PackedWeights::packed() const {
+  std::lock_guard<std::mutex> g(m_);
+  int k = 0;
+  for (const Entry& e : entries_) k += e.pack != nullptr;
+  return k;
+}
+
+bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Device& dev) {
+  if (!weight_[i] || dev.type() != DeviceType::cpu) return false;
+  const Node& n = g.nodes[i];
+  const Tensor& a = vals[size_t(n.inputs[0])];
+  const Tensor& b = vals[size_t(n.inputs[1])];
+  const Tensor* bias = n.inputs.size() == 3 ? &vals[size_t(n.inputs[2])] : nullptr;
+  if (!a.defined() || !b.defined() || (bias && !bias->defined())) return false;  // a constant the eager op makes
+  std::shared_ptr<const cpu_kernels::PackedMatmul> pack;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    Entry& e = entries_[i];
+    if (e.refused) return false;
+    if (!e.seen_once || !e.seen.same(b)) {  // new bytes: run unpacked until they hold still a call
+      e.pack.reset();
+      e.seen = Stamp::of(b);
+      e.seen_once = true;
+      return false;
+    }
+    if (!e.pack) {
+      runtime::wait_written(b);  // packing reads B on this thread
+      e.pack = cpu_kernels::PackedMatmul::make(a, b, bias, dev.num_cores());
+      if (!e.pack || e.pack->out_shape() != g.values[size_t(n.outputs[0])].shape) {
+        e.pack.reset();
+        e.refused = true;
+        return false;
+      }
+    }
+    pack = e.pack;
+  }
+  Tensor out = runtime::allocate(pack->out_shape(), DType::f32, dev);
+  if (bias) {
+    OPSCOPE_OP("matmul", &a, &b, bias);
+    runtime::launch(dev, pack->spec(out, a, bias), {&a, &b, bias}, {&out});
+  } else {
+    OPSCOPE_OP("matmul", &a, &b);
+    runtime::launch(dev, pack->spec(out, a, nullptr), {&a, &b}, {&out});
+  }
+  vals[size_t(n.outputs[0])] = std::move(out);
+  return true;
+}
+
+}  // namespace opscope::compiler

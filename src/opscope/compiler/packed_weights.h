@@ -1,0 +1,53 @@
+// A compiled graph's matmuls whose B is a weight: read from one of the graph's inputs or
+// params through views only. Such a B is packed once (kernels/cpu/packed_matmul.h) and
+// the pack reused while B's bytes are unwritten, as Inductor's frozen weights are, but
+// without freezing: a B seen unwritten on two calls in a row is packed, and a B written
+// since (by a launch or by the host) runs unpacked and is packed again once it holds still.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "opscope/compiler/graph.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope::cpu_kernels {
+class PackedMatmul;
+}
+
+namespace opscope::compiler {
+
+class PackedWeights {
+ public:
+  explicit PackedWeights(const Graph& g);
+  ~PackedWeights();
+
+  // Runs node `i` on its packed B and returns true; false when it has none (yet): the
+  // caller runs the node's eager op.
+  bool run(const Graph& g, size_t i, std::vector<Tensor>& vals, Device& dev);
+  // How many matmuls run from packed weights now (for tests and explain).
+  int packed() const;
+
+ private:
+  // What identifies B's bytes: its storage, and the last writes to it by a launch and by the host.
+  struct Stamp {
+    std::weak_ptr<Storage> storage;
+    const Stream* writer = nullptr;
+    uint64_t writer_seq = 0, host_writes = 0;
+    int64_t offset = 0;
+    bool same(const Tensor& b) const;
+    static Stamp of(const Tensor& b);
+  };
+  struct Entry {
+    Stamp seen;
+    bool seen_once = false;
+    bool refused = false;  // PackedMatmul::make declined: run eagerly from now on
+    std::shared_ptr<const cpu_kernels::PackedMatmul> pack;
+  };
+  std::vector<char> weight_;  // per node: a matmul whose B is a weight
+  mutable std::mutex m_;
+  std::vector<Entry> entries_;  // per node
+};
+
+}  // namespace opscope::compiler

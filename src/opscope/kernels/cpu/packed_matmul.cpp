@@ -1,0 +1,148 @@
+#include "opscope/kernels/cpu/packed_matmul.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "opscope/core/error.h"
+#include "opscope/kernels/cpu/sgemm.h"
+#include "opscope/runtime/device.h"
+
+extern "C" int omp_get_max_threads() noexcept;
+extern "C" void omp_set_num_threads(int) noexcept;
+
+namespace opscope::cpu_kernels {
+
+namespace {
+
+constexpr int64_t kMinColumnsPerCore = 64;
+constexpr int64_t kMinRows = 16;                    // fewer rows: the matrix-vector kernels' shape
+constexpr int64_t kMinFlops = int64_t(1) << 23;     // below this the primitive's own cost shows
+
+using md = dnnl::memory::desc;
+using dt = dnnl::memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// The row stride of a's rows when every dim but the last folds into one run of rows
+// (unit column stride); 0 when it does not.
+int64_t folded_row_stride(const Tensor& a) {
+  const int nd = a.ndim();
+  const Shape& s = a.shape();
+  const Strides& st = a.strides();
+  if (s[nd - 1] > 1 && st[nd - 1] != 1) return 0;
+  int64_t lda = s[nd - 2] > 1 ? st[nd - 2] : std::max<int64_t>(s[nd - 1], 1);
+  int64_t want = lda * s[nd - 2];
+  for (int d = nd - 3; d >= 0; --d) {
+    if (s[d] > 1 && st[d] != want) return 0;
+    want *= s[d];
+  }
+  return lda >= s[nd - 1] ? lda : 0;
+}
+
+}  // namespace
+
+struct PackedMatmul::Chunk {
+  int64_t lo = 0, hi = 0;
+  md src, dst, bias;
+  dnnl::memory weights;  // owns the packed columns
+  dnnl::matmul prim;
+};
+
+PackedMatmul::~PackedMatmul() = default;
+
+std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Tensor& b, const Tensor* bias,
+                                                       int cores) {
+  if (a.dtype() != DType::f32 || b.dtype() != DType::f32 || a.ndim() < 2 || b.ndim() < 2) return nullptr;
+  if (a.device().type() != DeviceType::cpu || (bias && bias->dtype() != DType::f32)) return nullptr;
+  for (int d = 0; d + 2 < b.ndim(); ++d)
+    if (b.shape()[d] != 1) return nullptr;  // one weight for every row
+  const int64_t K = a.shape()[a.ndim() - 1], N = b.shape()[b.ndim() - 1];
+  if (b.shape()[b.ndim() - 2] != K || K == 0 || N == 0) return nullptr;
+  const int64_t M = a.numel() / K, lda = folded_row_stride(a);
+  if (lda == 0 || M < kMinRows || 2 * M * N * K < kMinFlops) return nullptr;
+  const int64_t sbk = b.strides()[b.ndim() - 2], sbn = b.strides()[b.ndim() - 1];
+  if (bias && (bias->ndim() != 1 || bias->shape()[0] != N || (N > 1 && bias->strides()[0] != 1))) return nullptr;
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(cores, N / kMinColumnsPerCore));
+  if (cores > 1 && chunks < 2) return nullptr;  // one chunk would leave the other cores idle
+
+  auto p = std::shared_ptr<PackedMatmul>(new PackedMatmul());
+  p->a_shape_ = a.shape();
+  p->a_strides_ = a.strides();
+  p->out_shape_ = a.shape();
+  p->out_shape_[a.ndim() - 1] = N;
+  p->m_ = M, p->n_ = N, p->k_ = K, p->bias_ = bias != nullptr;
+  const int64_t width = (N + chunks - 1) / chunks, step = (width + 15) / 16 * 16;  // oneDNN's 16-wide blocks
+  // The reorder runs on this (host) thread: one OpenMP thread, and the thread's own count back after.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  try {
+    dnnl::stream s(engine());
+    for (int64_t lo = 0; lo < N; lo += step) {
+      auto c = std::make_unique<Chunk>();
+      c->lo = lo, c->hi = std::min(N, lo + step);
+      const int64_t n = c->hi - lo;
+      c->src = md({M, K}, dt::f32, {lda, 1});
+      c->dst = md({M, n}, dt::f32, {N, 1});
+      c->bias = md({1, n}, dt::f32, {n, 1});
+      md user({K, n}, dt::f32, {sbk, sbn});
+      md any({K, n}, dt::f32, dnnl::memory::format_tag::any);
+      auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst), engine())
+                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), engine());
+      c->prim = dnnl::matmul(pd);
+      c->weights = dnnl::memory(pd.weights_desc(), engine());
+      dnnl::memory from(user, engine(), const_cast<float*>(b.data<float>() + lo * sbn));
+      dnnl::reorder(from, c->weights).execute(s, from, c->weights);
+      s.wait();
+      p->chunks_.push_back(std::move(c));
+    }
+  } catch (const dnnl::error&) {
+    omp_set_num_threads(threads);
+    return nullptr;  // a layout or size oneDNN's matmul does not take: sgemm runs it
+  }
+  omp_set_num_threads(threads);
+  onednn_statics_made();
+  return p;
+}
+
+LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* bias) const {
+  if (a.shape() != a_shape_ || a.strides() != a_strides_ || out.shape() != out_shape_ || !out.is_contiguous() ||
+      bool(bias) != bias_)
+    fail("matmul", "internal: packed weights were made for a {} with strides {}, not {} with strides {}",
+         a_shape_.str(), a_strides_.str(), a.shape().str(), a.strides().str());
+  LaunchSpec spec;
+  spec.name = "matmul_packed_f32";
+  spec.work = int64_t(chunks_.size());
+  spec.grain = 1;
+  spec.flops = 2 * m_ * n_ * k_;
+  spec.bytes = a.nbytes() + out.nbytes() + k_ * n_ * int64_t(sizeof(float)) + (bias ? bias->nbytes() : 0);
+  float* ap = a.data<float>();
+  float* cp = out.data<float>();
+  float* bp = bias ? bias->data<float>() : nullptr;
+  // The launch may run after the caller has dropped these weights: it holds them.
+  spec.body = [self = shared_from_this(), ap, cp, bp](int64_t begin, int64_t end) {
+    onednn_on_this_core();
+    thread_local dnnl::stream s(engine());
+    try {
+      for (int64_t i = begin; i < end; ++i) {
+        const Chunk& c = *self->chunks_[size_t(i)];
+        dnnl::memory src(c.src, engine(), ap), dst(c.dst, engine(), cp + c.lo);
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, c.weights}, {DNNL_ARG_DST, dst}};
+        if (bp) args.emplace(DNNL_ARG_BIAS, dnnl::memory(c.bias, engine(), bp + c.lo));
+        c.prim.execute(s, args);
+      }
+      s.wait();
+    } catch (const dnnl::error& e) {
+      fail("matmul", "oneDNN's matmul on packed weights failed: {} (status {})", e.what(), int(e.status));
+    }
+  };
+  return spec;
+}
+
+}  // namespace opscope::cpu_kernels

@@ -1,0 +1,40 @@
+// A matmul against a weight that stays the same from call to call (a compiled graph's
+// parameter), with the weight reordered once into oneDNN's blocked layout: each call then
+// runs oneDNN's matmul primitive on it, where sgemm packs B again on every call. B is cut
+// into one column chunk per core, each packed for its own primitive. Compiled 4-layer d=512
+// transformers take 0.83-0.92 of their time with sgemm (docs/BENCHMARKS.md).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "opscope/runtime/launch.h"
+#include "opscope/runtime/tensor.h"
+
+namespace opscope::cpu_kernels {
+
+class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
+ public:
+  // Packs `b` for out = a @ b (+ bias) with a's layout as given. Null where packing does not
+  // pay or oneDNN cannot take it: not f32, b batched, a's rows not one stride apart, fewer
+  // than 64 columns a core, or a product too small to gain from it. The caller then runs
+  // matmul as usual.
+  static std::shared_ptr<const PackedMatmul> make(const Tensor& a, const Tensor& b, const Tensor* bias, int cores);
+  ~PackedMatmul();
+
+  // The launch of out = a @ b (+ bias): `a`, `out` and `bias` have the shapes and strides
+  // make() saw (out contiguous); any other layout is refused with an error naming matmul.
+  LaunchSpec spec(const Tensor& out, const Tensor& a, const Tensor* bias) const;
+  const Shape& out_shape() const { return out_shape_; }
+
+ private:
+  struct Chunk;
+  PackedMatmul() = default;
+  Shape a_shape_, out_shape_;
+  Strides a_strides_;
+  int64_t m_ = 0, n_ = 0, k_ = 0;
+  bool bias_ = false;
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+};
+
+}  // namespace opscope::cpu_kernels

@@ -1,0 +1,110 @@
+// A compiled graph's matmuls against a weight (an input read through views): packed on
+// the second call, the same product as the eager matmul, and never stale: a weight
+// written by a launch or by the host runs unpacked and is packed again. A B computed in
+// the graph and products too narrow to split are never packed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler_test_util.h"
+#include "opscope/compiler/pipeline.h"
+#include "opscope/kernels/cpu/copy.h"
+#include "opscope/ops/ops.h"
+#include "opscope/runtime/device.h"
+#include "opscope/runtime/tensor.h"
+
+using namespace opscope;
+using namespace opscope::compiler;
+using namespace opscope::compiler::testing;
+
+namespace {
+
+// x (2, 64, K) @ w (N, K) transposed, + bias (N): a Linear on a 3-d input.
+struct Linear {
+  Graph g;
+  int64_t K, N;
+  Linear(int64_t k, int64_t n, bool computed_weight = false) : K(k), N(n) {
+    g.name = "linear";
+    int x = input(g, {2, 64, K}), w = input(g, {N, K}), b = input(g, {N});
+    if (computed_weight) w = unary(g, OpKind::exp, w);  // B made in the graph: not a weight
+    Attrs view;
+    int wt = g.add(OpKind::as_strided, {w}, {K, N}, DType::f32, view, Strides{1, K});
+    g.outputs = {g.add(OpKind::matmul, {x, wt, b}, {2, 64, N}, DType::f32)};
+  }
+};
+
+double max_rel_error(const Tensor& got, const Tensor& want) {
+  std::vector<float> g = got.to_float_vector(), w = want.to_float_vector();
+  EXPECT_EQ(g.size(), w.size());
+  double worst = 0, scale = 1e-6;
+  for (float v : w) scale = std::max(scale, double(std::fabs(v)));
+  for (size_t i = 0; i < g.size() && i < w.size(); ++i) worst = std::max(worst, std::fabs(double(g[i]) - w[i]) / scale);
+  return worst;
+}
+
+Tensor eager(const Tensor& x, const Tensor& w, const Tensor& b) { return matmul(x, w.transpose(0, 1), b); }
+
+}  // namespace
+
+TEST(PackedWeights, AWeightIsPackedOnTheSecondCallAndGivesTheSameProduct) {
+  Linear lin(256, 512);
+  CompileReport rep;
+  Executable exe = compile_graph(lin.g, {}, rep);
+  ASSERT_TRUE(exe.packed);
+  Tensor x = randn({2, 64, 256}, 1), w = randn({512, 256}, 2), b = randn({512}, 3);
+  Tensor want = eager(x, w, b);
+  for (int call = 0; call < 3; ++call) {
+    Tensor y = exe.run({x, w, b}).at(0);
+    EXPECT_EQ(y.shape(), (Shape{2, 64, 512}));
+    EXPECT_LT(max_rel_error(y, want), 1e-5) << "call " << call;
+    EXPECT_EQ(exe.packed->packed(), call == 0 ? 0 : 1) << "call " << call;
+  }
+  // Another activation on the same weight reuses the pack.
+  Tensor x2 = randn({2, 64, 256}, 4);
+  EXPECT_LT(max_rel_error(exe.run({x2, w, b}).at(0), eager(x2, w, b)), 1e-5);
+  EXPECT_EQ(exe.packed->packed(), 1);
+}
+
+TEST(PackedWeights, AWeightWrittenSinceItWasPackedIsNeverReadStale) {
+  Linear lin(256, 512);
+  CompileReport rep;
+  Executable exe = compile_graph(lin.g, {}, rep);
+  Tensor x = randn({2, 64, 256}, 5), w = randn({512, 256}, 6), b = randn({512}, 7);
+  exe.run({x, w, b});
+  exe.run({x, w, b});
+  ASSERT_EQ(exe.packed->packed(), 1);
+
+  // Written by a launch (an in-place copy on the device).
+  cpu_kernels::launch_copy(w, randn({512, 256}, 8));
+  EXPECT_LT(max_rel_error(exe.run({x, w, b}).at(0), eager(x, w, b)), 1e-5);
+  EXPECT_EQ(exe.packed->packed(), 0);
+  EXPECT_LT(max_rel_error(exe.run({x, w, b}).at(0), eager(x, w, b)), 1e-5);
+  EXPECT_EQ(exe.packed->packed(), 1) << "held still for a call: packed again";
+
+  // Written by the host (what the torch bridge counts for its host copies).
+  w.to_float_vector();  // the launch above has finished
+  w.data<float>()[7] += 100.0f;
+  w.storage()->host_writes.fetch_add(1);
+  EXPECT_LT(max_rel_error(exe.run({x, w, b}).at(0), eager(x, w, b)), 1e-5);
+  EXPECT_EQ(exe.packed->packed(), 0);
+
+  // Another tensor with the same shape: a new storage, whatever its address.
+  Tensor w2 = randn({512, 256}, 9);
+  exe.run({x, w2, b});
+  EXPECT_LT(max_rel_error(exe.run({x, w2, b}).at(0), eager(x, w2, b)), 1e-5);
+  EXPECT_LT(max_rel_error(exe.run({x, w, b}).at(0), eager(x, w, b)), 1e-5);
+}
+
+TEST(PackedWeights, ABComputedInTheGraphOrTooNarrowToSplitIsNeverPacked) {
+  for (bool computed : {true, false}) {
+    Linear lin(computed ? 256 : 1024, computed ? 512 : 64, computed);  // both large enough to pack
+    CompileReport rep;
+    Executable exe = compile_graph(lin.g, {}, rep);
+    Tensor x = randn({2, 64, lin.K}, 10), w = randn({lin.N, lin.K}, 11, DType::f32, nullptr, 0, 0.1f),
+           b = randn({lin.N}, 12);
+    Tensor want = eager(x, computed ? exp(w) : w, b);
+    for (int call = 0; call < 3; ++call) EXPECT_LT(max_rel_error(exe.run({x, w, b}).at(0), want), 1e-5);
+    bool narrow_splits = !computed && cpu().num_cores() == 1;  // one core: one chunk is the whole product
+    EXPECT_EQ(exe.packed->packed(), narrow_splits ? 1 : 0) << (computed ? "computed B" : "64 columns");
+  }
+}
