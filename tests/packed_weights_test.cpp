@@ -4,9 +4,12 @@
 // the graph and products too narrow to split are never packed.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "compiler_test_util.h"
+#include "opscope/compiler/passes.h"
 #include "opscope/compiler/pipeline.h"
 #include "opscope/kernels/cpu/copy.h"
 #include "opscope/ops/ops.h"
@@ -106,5 +109,79 @@ TEST(PackedWeights, ABComputedInTheGraphOrTooNarrowToSplitIsNeverPacked) {
     for (int call = 0; call < 3; ++call) EXPECT_LT(max_rel_error(exe.run({x, w, b}).at(0), want), 1e-5);
     bool narrow_splits = !computed && cpu().num_cores() == 1;  // one core: one chunk is the whole product
     EXPECT_EQ(exe.packed->packed(), narrow_splits ? 1 : 0) << (computed ? "computed B" : "64 columns");
+  }
+}
+
+namespace {
+
+// x (rows, K) @ view(w (N, K)) transposed, then (+ bias) and an activation; through a view
+// back to 3-d when `view_back` (a Linear without a bias on a 3-d input).
+Graph linear_act(int64_t rows, int64_t K, int64_t N, bool bias, OpKind act, bool view_back = false,
+                 bool computed_weight = false) {
+  Graph g;
+  g.name = "linear_act";
+  int x = input(g, {rows, K}), w = input(g, {N, K}), b = input(g, {N});
+  if (computed_weight) w = unary(g, OpKind::exp, w);
+  Attrs view;
+  int wt = g.add(OpKind::as_strided, {w}, {K, N}, DType::f32, view, Strides{1, K});
+  int y = g.add(OpKind::matmul, {x, wt}, {rows, N}, DType::f32);
+  if (bias) y = binary(g, OpKind::add, y, b);
+  if (view_back) y = g.add(OpKind::as_strided, {y}, {2, rows / 2, N}, DType::f32, view, Strides{rows / 2 * N, N, 1});
+  g.outputs = {unary(g, act, y)};
+  return g;
+}
+
+const Node* the_matmul(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.kind == OpKind::matmul) return &n;
+  return nullptr;
+}
+
+}  // namespace
+
+// The bias add and activation after a matmul on a weight join it (oneDNN applies them in its
+// launch); with "pack" off, on a B computed in the graph, or on a product too small to pack,
+// they stay a fused kernel. Every variant computes the same values as the eager ops.
+TEST(PackedWeights, TheBiasAndActivationAfterAMatmulOnAWeightJoinIt) {
+  struct Case {
+    bool bias, view_back, computed, pack;
+    int64_t N;
+    bool joins;
+  };
+  for (Case c : {Case{true, false, false, true, 512, true}, Case{false, true, false, true, 512, true},
+                 Case{true, false, false, false, 512, false}, Case{true, false, true, true, 512, false},
+                 Case{true, false, false, true, 64, false}}) {
+    std::string what = fmt::format("bias {} view {} computed {} pack {} N {}", c.bias, c.view_back, c.computed,
+                                   c.pack, c.N);
+    Graph g = linear_act(128, 256, c.N, c.bias, OpKind::gelu, c.view_back, c.computed);
+    Graph passed = g;
+    PassOptions po;
+    po.pack = c.pack;
+    run_passes(passed, po, nullptr);
+    passed.compact();
+    const Node* mm = the_matmul(passed);
+    ASSERT_TRUE(mm) << what;
+    EXPECT_EQ(mm->attrs.epilogue.has_value(), c.joins) << what;
+    if (c.joins) {
+      EXPECT_EQ(*mm->attrs.epilogue, OpKind::gelu) << what;
+      EXPECT_EQ(mm->inputs.size(), c.bias ? 3u : 2u) << what;
+      EXPECT_EQ(count_kind(passed, OpKind::fused) + count_kind(passed, OpKind::gelu) + count_kind(passed, OpKind::add), 0)
+          << what << "\n" << passed.str();
+    }
+
+    CompileOptions opts;
+    if (!c.pack) opts.passes.pack = false;
+    CompileReport rep;
+    Executable exe = compile_graph(g, opts, rep);
+    Tensor x = randn({128, 256}, 20), w = randn({c.N, 256}, 21, DType::f32, nullptr, 0, 0.1f), b = randn({c.N}, 22);
+    Tensor y = matmul(x, (c.computed ? exp(w) : w).transpose(0, 1));
+    if (c.bias) y = add(y, b);
+    if (c.view_back) y = y.reshape({2, 64, c.N});
+    Tensor want = gelu(y);
+    for (int call = 0; call < 3; ++call) {
+      Tensor got = exe.run({x, w, b}).at(0);
+      EXPECT_EQ(got.shape(), want.shape()) << what;
+      EXPECT_LT(max_rel_error(got, want), 1e-5) << what << ", call " << call;
+    }
   }
 }

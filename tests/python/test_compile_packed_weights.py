@@ -1,7 +1,8 @@
-"""A compiled Linear's weight packed once for oneDNN's matmul (from its second call) and never
-read stale: a weight changed in place on the device, by a host copy into it (as
-load_state_dict does), through .data, or replaced by a new Parameter, gives the product of
-the new values."""
+"""A compiled Linear's weight packed once for oneDNN's matmul (from its second call), its bias
+and activation applied in the same launch, and never read stale: a weight changed in place on
+the device, by a host copy into it (as load_state_dict does), through .data, or replaced by a
+new Parameter, gives the product of the new values."""
+import pytest
 import torch
 from torch import nn
 
@@ -31,9 +32,9 @@ def test_a_compiled_linear_runs_on_its_packed_weight_and_is_never_stale(dev, tmp
     with torch.no_grad():
         check("first call")
         out, names = launches(lambda: f(x.to(dev)), tmp_path)
-        assert "matmul_packed_f32" not in names, "packed before the weight held still for a call"
+        assert not any(n.startswith("matmul_packed") for n in names), "packed before the weight held still"
         out, names = launches(lambda: f(x.to(dev)), tmp_path)
-        assert "matmul_packed_f32" in names, names
+        assert "matmul_packed_gelu_f32" in names, names  # the bias and the gelu in its launch
         check("packed")
 
         d[0].weight.mul_(0.5)  # a launch on the device writes it
@@ -47,4 +48,22 @@ def test_a_compiled_linear_runs_on_its_packed_weight_and_is_never_stale(dev, tmp
         check("after a new Parameter")
         f(x.to(dev))
         out, names = launches(lambda: f(x.to(dev)), tmp_path)
-        assert "matmul_packed_f32" in names, "the new weight is packed once it holds still"
+        assert "matmul_packed_gelu_f32" in names, "the new weight is packed once it holds still"
+
+
+@pytest.mark.parametrize("act", [nn.ReLU(), nn.GELU(), nn.SiLU(), nn.Tanh(), nn.Sigmoid()], ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("bias", [True, False])
+def test_each_activation_in_the_matmuls_launch_equals_torch(dev, tmp_path, act, bias):
+    torch.manual_seed(1)
+    m = nn.Sequential(nn.Linear(384, 256, bias=bias), act).eval()
+    x = torch.randn(3, 40, 384)
+    with torch.no_grad():
+        want = m(x)
+        f = opscope.compile(m.to(dev))
+        first = f(x.to(dev)).cpu()  # unpacked: matmul, then the activation's own launch
+        f(x.to(dev))
+        got, names = launches(lambda: f(x.to(dev)).cpu(), tmp_path)
+    name = f"matmul_packed_{type(act).__name__.lower()}_f32"
+    assert name in names, names
+    torch.testing.assert_close(first, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -125,7 +125,10 @@ void eval_eager(const Graph& g, const Node& n, std::vector<Tensor>& vals, Device
           r = n.kind == OpKind::rms_norm ? rms_norm(ops[0], ops[1], a.scalar) : layer_norm(ops[0], ops[1], ops[2], a.scalar);
           break;
         }
-        case OpKind::matmul: r = n.inputs.size() == 3 ? matmul(in(0), in(1), in(2)) : matmul(in(0), in(1)); break;
+        case OpKind::matmul:
+          r = n.inputs.size() == 3 ? matmul(in(0), in(1), in(2)) : matmul(in(0), in(1));
+          if (n.attrs.epilogue) r = unary(*n.attrs.epilogue, r);  // unpacked: the activation's own launch
+          break;
         case OpKind::embedding: r = embedding(in(0), in(1)); break;
         case OpKind::concat: {
           std::vector<Tensor> xs;

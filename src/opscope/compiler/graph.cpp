@@ -178,6 +178,15 @@ void Graph::compact() {
   inputs = std::move(ni);
 }
 
+bool Graph::read_from_source(int v) const {
+  for (;;) {
+    const Node& p = producer(v);
+    if (p.kind == OpKind::input || p.kind == OpKind::param) return true;
+    if (p.kind != OpKind::as_strided) return false;
+    v = p.inputs[0];
+  }
+}
+
 std::string Graph::attrs_str(const Node& n) {
   const Attrs& a = n.attrs;
   switch (n.kind) {
@@ -205,6 +214,7 @@ std::string Graph::attrs_str(const Node& n) {
     case OpKind::layer_norm:
       return fmt::format("eps={}{}", fmt_double(a.scalar), a.axis ? fmt::format(" missing={}", a.axis) : "");
     case OpKind::custom: return fmt::format("name={}", a.name);
+    case OpKind::matmul: return a.epilogue ? fmt::format("epilogue={}", op_name(*a.epilogue)) : "";
     case OpKind::fused:
       return a.kernel ? fmt::format("rows={} cols={} passes={}{}", a.kernel->rows, a.kernel->cols,
                                     a.kernel->passes, a.kernel->flat ? " flat" : "")

@@ -61,6 +61,7 @@ struct Attrs {
   int64_t offset = 0;         // as_strided: element offset from the base value's offset
   DType dtype = DType::f32;   // cast target
   std::string name;           // custom op name
+  std::optional<OpKind> epilogue;  // matmul: an activation of its result, run in its launch where packed
   std::shared_ptr<FusedKernel> kernel;  // fused
 };
 
@@ -105,6 +106,9 @@ class Graph {
           std::optional<Strides> strides = std::nullopt);
   int add_constant(double v, DType dt);
   const Node& producer(int value) const { return nodes[values[value].node]; }
+  // Whether `value` is read from an input or param through views only: a weight, when it
+  // is a matmul's B (the executor packs those, packed_weights.h).
+  bool read_from_source(int value) const;
   bool is_scalar_constant(int value) const {
     const Node& n = producer(value);
     return n.kind == OpKind::constant;

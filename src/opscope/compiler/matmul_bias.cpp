@@ -2,8 +2,11 @@
 // becomes matmul(a, b, bias), which the CPU kernel adds in its own launch (the slice of C
 // starts as the bias, sgemm adds onto it) instead of a second pass over C. A Linear traces
 // as addmm, and addmm lowers to matmul then add. Where the add fuses with what follows
-// (a Linear and its activation), it stays: it costs no pass there.
+// (a Linear and its activation), it stays: it costs no pass there, unless the matmul's
+// weight is packed, where oneDNN adds it and applies the activation (fold_matmul_epilogue).
+#include "opscope/compiler/packed_weights.h"
 #include "opscope/compiler/passes.h"
+#include "opscope/kernels/cpu/packed_matmul.h"
 
 namespace opscope::compiler {
 
@@ -34,6 +37,17 @@ bool fuses_onward(const Graph& g, int v, const std::vector<std::vector<int>>& us
   return false;
 }
 
+// Whether value `v` is a matmul (with or without a bias already) that can take an epilogue:
+// f32, B a weight, large enough to be packed, and `v` used once.
+bool takes_epilogue(const Graph& g, int v, const std::vector<std::vector<int>>& uses) {
+  const Node& mm = g.producer(v);
+  if (mm.kind != OpKind::matmul || mm.dead || mm.attrs.epilogue || uses[size_t(v)].size() != 1) return false;
+  const Value& out = g.values[size_t(v)];
+  if (out.dtype != DType::f32 || out.shape.size() < 2 || !g.read_from_source(mm.inputs[1])) return false;
+  const int64_t N = out.shape.back(), K = g.values[size_t(mm.inputs[0])].shape.back();
+  return N > 0 && cpu_kernels::PackedMatmul::worth_packing(out.shape.numel() / N, N, K);
+}
+
 }  // namespace
 
 void fold_matmul_bias(Graph& g) {
@@ -48,6 +62,42 @@ void fold_matmul_bias(Graph& g) {
     merge_origins(mm, add);
     g.replace_uses(add.outputs[0], m);
     add.dead = true;
+  }
+}
+
+void fold_matmul_epilogue(Graph& g) {
+  const std::vector<std::vector<int>> uses = g.uses();
+  for (Node& act : g.nodes) {
+    if (act.dead || !is_matmul_epilogue(act.kind) || act.outputs.size() != 1) continue;
+    if (g.values[size_t(act.outputs[0])].dtype != DType::f32) continue;
+    // A Linear without a bias on a 3-d input is a matmul, an in-order view back to 3-d, then
+    // the activation, which commutes with the view and joins the matmul before it.
+    const int in = act.inputs[0];
+    const Node& view = g.producer(in);
+    const bool through_view = order_keeping_reshape(g, view) && uses[size_t(in)].size() == 1;
+    int v = through_view ? view.inputs[0] : in, bias = -1;
+    Node* add = &g.nodes[size_t(g.values[size_t(v)].node)];
+    if (add->kind == OpKind::add && !add->dead && add->inputs.size() == 2 && uses[size_t(v)].size() == 1) {
+      int m = bias_target(g, *add, uses);
+      if (m < 0) continue;
+      bias = add->inputs[0] == m ? add->inputs[1] : add->inputs[0];
+      v = m;
+    } else {
+      add = nullptr;
+    }
+    if (!takes_epilogue(g, v, uses)) continue;
+    Node& mm = g.nodes[size_t(g.values[size_t(v)].node)];
+    if (add) {
+      mm.inputs.push_back(bias);
+      merge_origins(mm, *add);
+      g.replace_uses(add->outputs[0], v);
+      add->dead = true;
+    }
+    mm.attrs.epilogue = act.kind;
+    merge_origins(mm, act);
+    // The activation's readers read the view (now of the activated result), or the matmul's result.
+    g.replace_uses(act.outputs[0], through_view ? in : v);
+    act.dead = true;
   }
 }
 

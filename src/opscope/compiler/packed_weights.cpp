@@ -1,5 +1,6 @@
 #include "opscope/compiler/packed_weights.h"
 
+#include "opscope/core/error.h"
 #include "opscope/kernels/cpu/packed_matmul.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/op_scope.h"
@@ -9,23 +10,30 @@ namespace opscope::compiler {
 
 namespace {
 
-// Whether value `v` is read from an input or param of the graph through views only.
-bool read_from_weight(const Graph& g, int v) {
-  for (;;) {
-    const Node& p = g.producer(v);
-    if (p.kind == OpKind::input || p.kind == OpKind::param) return true;
-    if (p.kind != OpKind::as_strided) return false;
-    v = p.inputs[0];
+cpu_kernels::Epilogue epilogue_of(const Node& n) {
+  using E = cpu_kernels::Epilogue;
+  if (!n.attrs.epilogue) return E::none;
+  switch (*n.attrs.epilogue) {
+    case OpKind::relu: return E::relu;
+    case OpKind::gelu: return E::gelu;
+    case OpKind::silu: return E::silu;
+    case OpKind::tanh: return E::tanh;
+    case OpKind::sigmoid: return E::sigmoid;
+    default: fail("compile", "internal: {} is not a matmul epilogue", op_name(*n.attrs.epilogue));
   }
 }
 
 }  // namespace
 
+bool is_matmul_epilogue(OpKind k) {
+  return k == OpKind::relu || k == OpKind::gelu || k == OpKind::silu || k == OpKind::tanh || k == OpKind::sigmoid;
+}
+
 PackedWeights::PackedWeights(const Graph& g) : weight_(g.nodes.size(), 0), entries_(g.nodes.size()) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     weight_[i] = n.kind == OpKind::matmul && n.inputs.size() >= 2 && n.outputs.size() == 1 &&
-                 g.values[size_t(n.outputs[0])].dtype == DType::f32 && read_from_weight(g, n.inputs[1]);
+                 g.values[size_t(n.outputs[0])].dtype == DType::f32 && g.read_from_source(n.inputs[1]);
   }
 }
 
@@ -70,7 +78,7 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
     }
     if (!e.pack) {
       runtime::wait_written(b);  // packing reads B on this thread
-      e.pack = cpu_kernels::PackedMatmul::make(a, b, bias, dev.num_cores());
+      e.pack = cpu_kernels::PackedMatmul::make(a, b, bias, dev.num_cores(), epilogue_of(n));
       if (!e.pack || e.pack->out_shape() != g.values[size_t(n.outputs[0])].shape) {
         e.pack.reset();
         e.refused = true;

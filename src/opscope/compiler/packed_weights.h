@@ -18,6 +18,9 @@ class PackedMatmul;
 
 namespace opscope::compiler {
 
+// The activations oneDNN's matmul can apply in its launch (a matmul node's attrs.epilogue).
+bool is_matmul_epilogue(OpKind k);
+
 class PackedWeights {
  public:
   explicit PackedWeights(const Graph& g);

@@ -34,7 +34,7 @@ PassOptions pass_options_from_env(PassOptions base) {
 void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
   std::string last = log ? g.str() : std::string();
   if (log) *log += "-- traced --\n" + last;
-  auto step = [&](const char* name, bool on, void (*pass)(Graph&)) {
+  auto step = [&](const char* name, bool on, auto&& pass) {
     if (!on) {
       if (log) *log += fmt::format("-- {}: off --\n", name);
       return;
@@ -52,9 +52,10 @@ void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
   step("fold", opt.fold, fold_constants);
   // Folding and CSE leave dead nodes behind (the constants they replaced).
   if (opt.cse || opt.fold) step("dce", opt.dce, dce);
-  step("fuse", opt.fuse, [](Graph& gr) {
+  step("fuse", opt.fuse, [pack = opt.pack](Graph& gr) {
     sink_reshapes(gr);  // first: a bias add and its activation behind a view meet, and stay an add
     fold_matmul_bias(gr);
+    if (pack) fold_matmul_epilogue(gr);
     fuse(gr);
   });
 }

@@ -37,9 +37,17 @@ void fold_constants(Graph& g);
 // Before fusion: a matmul's bias add joins the matmul (add(matmul(a, b), bias) with bias
 // of shape (N) becomes matmul(a, b, bias), added in the matmul's launch).
 void fold_matmul_bias(Graph& g);
+// With packed weights ("pack" on): an activation (relu, gelu, silu, tanh, sigmoid) of a
+// matmul on a weight, and the bias add before it, join the matmul as its bias and
+// attrs.epilogue: oneDNN applies them to each block of C as it computes it, where a fused
+// kernel would make a second pass over C. Products too small to pack keep the fused kernel.
+void fold_matmul_epilogue(Graph& g);
 // Before fusion: a unary elementwise op on an order-keeping reshape runs before the
 // reshape instead (u(reshape(x)) = reshape(u(x))), so a chain split by a view fuses.
 void sink_reshapes(Graph& g);
+// Whether `r` only reinterprets its whole input in order: an as_strided view, contiguous in
+// and out, offset 0 (an elementwise op commutes with it).
+bool order_keeping_reshape(const Graph& g, const Node& r);
 // Fusion: elementwise chains and last-axis reductions with their producers and
 // consumers become fused nodes (see fuse.cpp for the rules).
 void fuse(Graph& g);

@@ -7,17 +7,12 @@
 
 namespace opscope::compiler {
 
-namespace {
-
-// `r` only reinterprets its whole input in order: contiguous in and out, offset 0.
 bool order_keeping_reshape(const Graph& g, const Node& r) {
   if (r.kind != OpKind::as_strided || r.dead || r.inputs.size() != 1 || r.attrs.offset != 0) return false;
   const Value& x = g.values[r.inputs[0]];
   const Value& v = g.values[r.outputs[0]];
   return x.contiguous() && v.contiguous() && x.shape.numel() == v.shape.numel() && x.dtype == v.dtype;
 }
-
-}  // namespace
 
 void sink_reshapes(Graph& g) {
   const std::vector<std::vector<int>> uses = g.uses();

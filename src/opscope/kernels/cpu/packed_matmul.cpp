@@ -45,7 +45,38 @@ int64_t folded_row_stride(const Tensor& a) {
   return lda >= s[nd - 1] ? lda : 0;
 }
 
+dnnl::primitive_attr post_ops(Epilogue e) {
+  dnnl::primitive_attr attr;
+  if (e == Epilogue::none) return attr;
+  using alg = dnnl::algorithm;
+  alg a = e == Epilogue::relu   ? alg::eltwise_relu
+          : e == Epilogue::gelu ? alg::eltwise_gelu_erf
+          : e == Epilogue::silu ? alg::eltwise_swish  // x * sigmoid(alpha x), alpha 1
+          : e == Epilogue::tanh ? alg::eltwise_tanh
+                                : alg::eltwise_logistic;
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.0f, a, e == Epilogue::silu ? 1.0f : 0.0f, 0.0f);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+const char* epilogue_name(Epilogue e) {
+  switch (e) {
+    case Epilogue::none: return "";
+    case Epilogue::relu: return "_relu";
+    case Epilogue::gelu: return "_gelu";
+    case Epilogue::silu: return "_silu";
+    case Epilogue::tanh: return "_tanh";
+    case Epilogue::sigmoid: return "_sigmoid";
+  }
+  return "";
+}
+
 }  // namespace
+
+bool PackedMatmul::worth_packing(int64_t M, int64_t N, int64_t K) {
+  return M >= kMinRows && N >= 2 * kMinColumnsPerCore && 2 * M * N * K >= kMinFlops;
+}
 
 struct PackedMatmul::Chunk {
   int64_t lo = 0, hi = 0;
@@ -57,7 +88,7 @@ struct PackedMatmul::Chunk {
 PackedMatmul::~PackedMatmul() = default;
 
 std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Tensor& b, const Tensor* bias,
-                                                       int cores) {
+                                                       int cores, Epilogue epilogue) {
   if (a.dtype() != DType::f32 || b.dtype() != DType::f32 || a.ndim() < 2 || b.ndim() < 2) return nullptr;
   if (a.device().type() != DeviceType::cpu || (bias && bias->dtype() != DType::f32)) return nullptr;
   for (int d = 0; d + 2 < b.ndim(); ++d)
@@ -76,7 +107,7 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   p->a_strides_ = a.strides();
   p->out_shape_ = a.shape();
   p->out_shape_[a.ndim() - 1] = N;
-  p->m_ = M, p->n_ = N, p->k_ = K, p->bias_ = bias != nullptr;
+  p->m_ = M, p->n_ = N, p->k_ = K, p->bias_ = bias != nullptr, p->epilogue_ = epilogue;
   const int64_t width = (N + chunks - 1) / chunks, step = (width + 15) / 16 * 16;  // oneDNN's 16-wide blocks
   // The reorder runs on this (host) thread: one OpenMP thread, and the thread's own count back after.
   const int threads = omp_get_max_threads();
@@ -92,8 +123,10 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
       c->bias = md({1, n}, dt::f32, {n, 1});
       md user({K, n}, dt::f32, {sbk, sbn});
       md any({K, n}, dt::f32, dnnl::memory::format_tag::any);
-      auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst), engine())
-                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), engine());
+      auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
+                                                    post_ops(epilogue), engine())
+                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), post_ops(epilogue),
+                                                    engine());
       c->prim = dnnl::matmul(pd);
       c->weights = dnnl::memory(pd.weights_desc(), engine());
       dnnl::memory from(user, engine(), const_cast<float*>(b.data<float>() + lo * sbn));
@@ -116,7 +149,7 @@ LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* 
     fail("matmul", "internal: packed weights were made for a {} with strides {}, not {} with strides {}",
          a_shape_.str(), a_strides_.str(), a.shape().str(), a.strides().str());
   LaunchSpec spec;
-  spec.name = "matmul_packed_f32";
+  spec.name = fmt::format("matmul_packed{}_f32", epilogue_name(epilogue_));
   spec.work = int64_t(chunks_.size());
   spec.grain = 1;
   spec.flops = 2 * m_ * n_ * k_;

@@ -13,13 +13,19 @@
 
 namespace opscope::cpu_kernels {
 
+// An activation oneDNN applies to each block of C as it is computed (a post-op), after the bias.
+enum class Epilogue : uint8_t { none, relu, gelu, silu, tanh, sigmoid };
+
 class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
  public:
+  // Whether an (M x K) @ (K x N) product is large enough to pack, on two cores or more.
+  static bool worth_packing(int64_t M, int64_t N, int64_t K);
   // Packs `b` for out = a @ b (+ bias) with a's layout as given. Null where packing does not
   // pay or oneDNN cannot take it: not f32, b batched, a's rows not one stride apart, fewer
   // than 64 columns a core, or a product too small to gain from it. The caller then runs
-  // matmul as usual.
-  static std::shared_ptr<const PackedMatmul> make(const Tensor& a, const Tensor& b, const Tensor* bias, int cores);
+  // matmul as usual (and the epilogue after it).
+  static std::shared_ptr<const PackedMatmul> make(const Tensor& a, const Tensor& b, const Tensor* bias, int cores,
+                                                  Epilogue epilogue = Epilogue::none);
   ~PackedMatmul();
 
   // The launch of out = a @ b (+ bias): `a`, `out` and `bias` have the shapes and strides
@@ -34,6 +40,7 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   Strides a_strides_;
   int64_t m_ = 0, n_ = 0, k_ = 0;
   bool bias_ = false;
+  Epilogue epilogue_ = Epilogue::none;
   std::vector<std::unique_ptr<Chunk>> chunks_;
 };
 
