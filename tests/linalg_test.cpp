@@ -8,6 +8,7 @@
 #include <string>
 
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/gemm_bf16.h"
 #include "opscope/kernels/cpu/matmul.h"
 #include "opscope/kernels/cpu/sgemm.h"
 #include "opscope/ops/ops.h"
@@ -267,6 +268,27 @@ TEST(Matmul, ChunksSpanSeveralBlocksWhileEveryCoreGetsOne) {
   // The chunked launch still computes the product.
   expect_close(matmul(a, w.transpose(0, 1)).to_float_vector(), naive2d(a, w.transpose(0, 1).contiguous()), 1e-5,
                1e-3, "128x2048 @ 2048x512");
+}
+
+// bf16 products go to oneDNN's bf16 matmul where the CPU has AVX512-BF16 (gemm_bf16.h):
+// row-major and transposed B, a strided A; each within bf16 rounding of the f32 product,
+// and the matmul op over it too.
+TEST(Matmul, Bf16ProductsUseTheCpusBf16DotProducts) {
+  const bool native = __builtin_cpu_supports("avx512bf16");
+  const int64_t m = 40, n = 72, k = 96;
+  Tensor a = randn({m, 2 * k}, 40, DType::bf16).slice(1, 0, k), w = randn({n, k}, 41, DType::bf16);
+  for (bool transposed : {true, false}) {
+    Tensor b = transposed ? w.transpose(0, 1) : w.transpose(0, 1).contiguous();  // (k, n)
+    Tensor c = empty({m, n}, DType::bf16);
+    bool took = cpu_kernels::gemm_bf16(a.data<bf16_t>(), a.strides()[0], a.strides()[1], b.data<bf16_t>(),
+                                       b.strides()[0], b.strides()[1], c.data<bf16_t>(), n, m, n, k);
+    if (native) {
+      EXPECT_TRUE(took) << "transposed " << transposed;
+    }
+    std::vector<double> want = naive2d(a.contiguous(), b.contiguous());
+    if (took) expect_close(c.to_float_vector(), want, 1e-2, 0.05 * std::sqrt(double(k)), "gemm_bf16");
+    expect_close(matmul(a, b).to_float_vector(), want, 1e-2, 0.05 * std::sqrt(double(k)), "matmul bf16");
+  }
 }
 
 TEST(Matmul, EmptyDims) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/gemm_bf16.h"
 #include "opscope/kernels/cpu/gemv.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/sgemm.h"
@@ -84,6 +85,13 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
   bool ta = to_f32_matrix(a, m, k, fa), tb = to_f32_matrix(b, k, n, fb);
   sgemm("matmul", ta, tb, m, n, k, fa, ta ? m : k, fb, tb ? k : n, 0.0f, fc, n);
   for (int64_t i = 0; i < m; ++i) row_from_f32(fc + i * n, c + i * ldc, n);
+}
+
+// C = A @ B in the 16-bit type itself, where the CPU multiplies it (bf16: gemm_bf16.h);
+// false: the caller converts to f32.
+template <class T> bool gemm_native(Mat<T>, Mat<T>, T*, int64_t, int64_t, int64_t, int64_t) { return false; }
+bool gemm_native(Mat<bf16_t> a, Mat<bf16_t> b, bf16_t* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  return gemm_bf16(a.p, a.s_r, a.s_c, b.p, b.s_r, b.s_c, c, ldc, m, n, k);
 }
 
 // y[j] += bias[j]: gemv's outputs with a bias (f32 only: ops asks for no other).
@@ -186,7 +194,7 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b, cons
         int64_t m = M, n = N;
         if (by_rows) A.p += lo * sam, C += lo * N, m = hi - lo;
         else Bm.p += lo * sbn, C += lo, n = hi - lo;
-        gemm_lowp(A, Bm, C, N, m, n, K, buf);
+        if (!gemm_native(A, Bm, C, N, m, n, K)) gemm_lowp(A, Bm, C, N, m, n, K, buf);
       });
     };
   });

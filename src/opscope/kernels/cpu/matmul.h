@@ -1,6 +1,8 @@
 // Matrix multiply: each core calls sgemm (sgemm.h, on that core alone) on its slice of
 // the rows of C (or of its columns when N > M), so the device's cores are the
-// parallelism. bf16/f16 slices are converted to f32, multiplied, and converted back.
+// parallelism. bf16 slices go to oneDNN's bf16 matmul where the CPU has AVX512-BF16
+// (gemm_bf16.h); f16 slices (and bf16 elsewhere) are converted to f32, multiplied, and
+// converted back.
 #pragma once
 #include "opscope/runtime/launch.h"
 #include "opscope/runtime/tensor.h"
