@@ -27,9 +27,9 @@ struct Storage {
   // The last launch that writes this storage; readers on other streams wait for it.
   Stream* writer = nullptr;
   uint64_t writer_seq = 0;
-  // Bumped where host code may write the memory outside a launch (the torch bridge's host
-  // copies and CPU fallbacks). With writer and writer_seq it tells a cached copy derived
-  // from these bytes (a compiled graph's packed weights) that they may have changed.
+  // Bumped where host code may write the memory outside a launch (the torch bridge's host copies
+  // and CPU fallbacks; C++ writing through data_ptr() must bump it too). With writer/writer_seq it
+  // tells a cached copy of these bytes (a compiled graph's packed weights) they may have changed.
   std::atomic<uint64_t> host_writes{0};
   // The stream whose launches use the storage in order (the allocator is stream-ordered,
   // see allocator.h): they need not keep it alive, and when the host drops it the block
