@@ -113,13 +113,11 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
           break;
         }
         [[fallthrough]];
-      case OpKind::matmul:
-        if (packed && packed->run(graph, i, vals, dev)) {
+      default:
+        if (n.kind == OpKind::matmul && packed && packed->run(graph, i, vals, dev)) {  // on its packed weight
           check_layout(name, graph, n.outputs[0], vals[size_t(n.outputs[0])]);
           break;
         }
-        [[fallthrough]];
-      default:
         eval_eager(graph, n, vals, dev);
         if (n.kind != OpKind::fused)
           for (int v : n.outputs) check_layout(name, graph, v, vals[size_t(v)]);
