@@ -32,8 +32,9 @@ bool is_matmul_epilogue(OpKind k) {
 PackedWeights::PackedWeights(const Graph& g) : weight_(g.nodes.size(), 0), entries_(g.nodes.size()) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    weight_[i] = n.kind == OpKind::matmul && n.inputs.size() >= 2 && n.outputs.size() == 1 &&
-                 g.values[size_t(n.outputs[0])].dtype == DType::f32 && g.read_from_source(n.inputs[1]);
+    if (n.kind != OpKind::matmul || n.inputs.size() < 2 || n.outputs.size() != 1) continue;
+    DType dt = g.values[size_t(n.outputs[0])].dtype;
+    weight_[i] = (dt == DType::f32 || dt == DType::bf16) && g.read_from_source(n.inputs[1]);
   }
 }
 
@@ -87,7 +88,7 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
     }
     pack = e.pack;
   }
-  Tensor out = runtime::allocate(pack->out_shape(), DType::f32, dev);
+  Tensor out = runtime::allocate(pack->out_shape(), a.dtype(), dev);
   if (bias) {
     OPSCOPE_OP("matmul", &a, &b, bias);
     runtime::launch(dev, pack->spec(out, a, bias), {&a, &b, bias}, {&out});

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -89,8 +91,10 @@ PackedMatmul::~PackedMatmul() = default;
 
 std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Tensor& b, const Tensor* bias,
                                                        int cores, Epilogue epilogue) {
-  if (a.dtype() != DType::f32 || b.dtype() != DType::f32 || a.ndim() < 2 || b.ndim() < 2) return nullptr;
+  const DType dtype = a.dtype();
+  if ((dtype != DType::f32 && dtype != DType::bf16) || b.dtype() != dtype || a.ndim() < 2 || b.ndim() < 2) return nullptr;
   if (a.device().type() != DeviceType::cpu || (bias && bias->dtype() != DType::f32)) return nullptr;
+  if (dtype == DType::bf16 && (bias || epilogue != Epilogue::none)) return nullptr;  // the graph folds them for f32 only
   for (int d = 0; d + 2 < b.ndim(); ++d)
     if (b.shape()[d] != 1) return nullptr;  // one weight for every row
   const int64_t K = a.shape()[a.ndim() - 1], N = b.shape()[b.ndim() - 1];
@@ -107,7 +111,8 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   p->a_strides_ = a.strides();
   p->out_shape_ = a.shape();
   p->out_shape_[a.ndim() - 1] = N;
-  p->m_ = M, p->n_ = N, p->k_ = K, p->bias_ = bias != nullptr, p->epilogue_ = epilogue;
+  p->m_ = M, p->n_ = N, p->k_ = K, p->bias_ = bias != nullptr, p->epilogue_ = epilogue, p->dtype_ = dtype;
+  const dt type = dtype == DType::bf16 ? dt::bf16 : dt::f32;
   const int64_t width = (N + chunks - 1) / chunks, step = (width + 15) / 16 * 16;  // oneDNN's 16-wide blocks
   // The reorder runs on this (host) thread: one OpenMP thread, and the thread's own count back after.
   const int threads = omp_get_max_threads();
@@ -118,25 +123,26 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
       auto c = std::make_unique<Chunk>();
       c->lo = lo, c->hi = std::min(N, lo + step);
       const int64_t n = c->hi - lo;
-      c->src = md({M, K}, dt::f32, {lda, 1});
-      c->dst = md({M, n}, dt::f32, {N, 1});
+      c->src = md({M, K}, type, {lda, 1});
+      c->dst = md({M, n}, type, {N, 1});
       c->bias = md({1, n}, dt::f32, {n, 1});
-      md user({K, n}, dt::f32, {sbk, sbn});
-      md any({K, n}, dt::f32, dnnl::memory::format_tag::any);
+      md user({K, n}, type, {sbk, sbn});
+      md any({K, n}, type, dnnl::memory::format_tag::any);
       auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
                                                     post_ops(epilogue), engine())
                      : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), post_ops(epilogue),
                                                     engine());
+      if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw std::runtime_error("a reference kernel");
       c->prim = dnnl::matmul(pd);
       c->weights = dnnl::memory(pd.weights_desc(), engine());
-      dnnl::memory from(user, engine(), const_cast<float*>(b.data<float>() + lo * sbn));
+      dnnl::memory from(user, engine(), static_cast<char*>(b.data_ptr()) + lo * sbn * int64_t(b.itemsize()));
       dnnl::reorder(from, c->weights).execute(s, from, c->weights);
       s.wait();
       p->chunks_.push_back(std::move(c));
     }
-  } catch (const dnnl::error&) {
+  } catch (const std::exception&) {
     omp_set_num_threads(threads);
-    return nullptr;  // a layout or size oneDNN's matmul does not take: sgemm runs it
+    return nullptr;  // a layout, size or CPU oneDNN's matmul has no fast kernel for: the eager op runs it
   }
   omp_set_num_threads(threads);
   onednn_statics_made();
@@ -145,26 +151,27 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
 
 LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* bias) const {
   if (a.shape() != a_shape_ || a.strides() != a_strides_ || out.shape() != out_shape_ || !out.is_contiguous() ||
-      bool(bias) != bias_)
+      bool(bias) != bias_ || a.dtype() != dtype_ || out.dtype() != dtype_)
     fail("matmul", "internal: packed weights were made for a {} with strides {}, not {} with strides {}",
          a_shape_.str(), a_strides_.str(), a.shape().str(), a.strides().str());
   LaunchSpec spec;
-  spec.name = fmt::format("matmul_packed{}_f32", epilogue_name(epilogue_));
+  spec.name = fmt::format("matmul_packed{}_{}", epilogue_name(epilogue_), dtype_name(dtype_));
   spec.work = int64_t(chunks_.size());
   spec.grain = 1;
   spec.flops = 2 * m_ * n_ * k_;
-  spec.bytes = a.nbytes() + out.nbytes() + k_ * n_ * int64_t(sizeof(float)) + (bias ? bias->nbytes() : 0);
-  float* ap = a.data<float>();
-  float* cp = out.data<float>();
+  spec.bytes = a.nbytes() + out.nbytes() + k_ * n_ * int64_t(a.itemsize()) + (bias ? bias->nbytes() : 0);
+  char* ap = static_cast<char*>(a.data_ptr());
+  char* cp = static_cast<char*>(out.data_ptr());
   float* bp = bias ? bias->data<float>() : nullptr;
+  const int64_t item = int64_t(out.itemsize());
   // The launch may run after the caller has dropped these weights: it holds them.
-  spec.body = [self = shared_from_this(), ap, cp, bp](int64_t begin, int64_t end) {
+  spec.body = [self = shared_from_this(), ap, cp, bp, item](int64_t begin, int64_t end) {
     onednn_on_this_core();
     thread_local dnnl::stream s(engine());
     try {
       for (int64_t i = begin; i < end; ++i) {
         const Chunk& c = *self->chunks_[size_t(i)];
-        dnnl::memory src(c.src, engine(), ap), dst(c.dst, engine(), cp + c.lo);
+        dnnl::memory src(c.src, engine(), ap), dst(c.dst, engine(), cp + c.lo * item);
         std::unordered_map<int, dnnl::memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, c.weights}, {DNNL_ARG_DST, dst}};
         if (bp) args.emplace(DNNL_ARG_BIAS, dnnl::memory(c.bias, engine(), bp + c.lo));
