@@ -67,3 +67,17 @@ def test_each_activation_in_the_matmuls_launch_equals_torch(dev, tmp_path, act, 
     assert name in names, names
     torch.testing.assert_close(first, want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bf16_linear_is_packed_and_matches_eager(dev, tmp_path):
+    torch.manual_seed(2)
+    m = nn.Sequential(nn.Linear(256, 512), nn.GELU()).eval().to(torch.bfloat16)
+    x = torch.randn(2, 64, 256).to(torch.bfloat16)
+    with torch.no_grad():
+        want = m.to(dev)(x.to(dev)).float().cpu()  # eager on the device
+        f = opscope.compile(m)
+        f(x.to(dev))
+        f(x.to(dev))
+        got, names = launches(lambda: f(x.to(dev)).float().cpu(), tmp_path)
+    assert "matmul_packed_bf16" in names, names
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
