@@ -7,7 +7,7 @@ in the same run. Also the first compiled call (trace + passes +
 build; cold = empty compile cache) and a warm first call (a fresh compile of the same model
 with the cache filled). Models are tests/python/model_zoo.py's (random weights).
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/compile_models.py [--repeats 15] [--models llama,gpt2,...]
+    PYTHONPATH=build/python /usr/bin/python3 bench/compile_models.py [--repeats 15] [--models llama,gpt2,...] [--dtype bf16]
 """
 import argparse
 import math
@@ -33,8 +33,10 @@ def timed(fn):
     return (time.perf_counter() - t0) * 1e3, out
 
 
-def bench(name, repeats):
+def bench(name, repeats, dtype=torch.float32):
     model, inputs = model_zoo.make(name, "full")
+    model = model.to(dtype)
+    inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
     with torch.no_grad():
         want = model(*inputs)
     dev = opscope.device()
@@ -56,6 +58,7 @@ def bench(name, repeats):
                 times.append(timed(lambda: f(*xs))[0])
     got = got.cpu() if torch.is_tensor(got) else got[0].cpu()
     want = want if torch.is_tensor(want) else want[0]
+    got, want = got.float(), want.float()
     rel = ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
     e, c, u = statistics.median(eager), statistics.median(comp), statistics.median(nopack)
     return e, c, min(comp) / min(eager), c / u, first_ms, warm_ms, rel
@@ -65,16 +68,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--models", default="llama,gpt2,mobilenet_v3_small")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"], help="the models' weights and float inputs")
     args = ap.parse_args()
     torch.set_num_threads(2)
-    print(f"device: {opscope._C.device_description(0)}; load: {os.getloadavg()[0]:.2f}")
+    print(f"device: {opscope._C.device_description(0)}; {args.dtype}; load: {os.getloadavg()[0]:.2f}")
     print(f"{'model':22s} {'eager ms':>9s} {'compiled ms':>12s} {'compiled/eager':>15s} "
           f"{'best/best':>10s} {'packed/unpacked':>16s} {'1st call cold ms':>17s} {'warm ms':>8s} {'max rel err':>12s}")
     ratios = []
     with tempfile.TemporaryDirectory() as cache:
         os.environ["OPSCOPE_CACHE_DIR"] = cache
         for name in args.models.split(","):
-            e, c, best, packed, first, warm, rel = bench(name, args.repeats)
+            dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+            e, c, best, packed, first, warm, rel = bench(name, args.repeats, dtype)
             ratios.append(c / e)
             print(f"{name:22s} {e:9.2f} {c:12.2f} {c / e:14.2f}x {best:9.2f}x {packed:15.2f}x {first:17.0f} {warm:8.0f} {rel:12.1e}", flush=True)
     geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
