@@ -75,10 +75,10 @@ def main():
     print(f"{'model':22s} {'eager ms':>9s} {'compiled ms':>12s} {'compiled/eager':>15s} "
           f"{'best/best':>10s} {'packed/unpacked':>16s} {'1st call cold ms':>17s} {'warm ms':>8s} {'max rel err':>12s}")
     ratios = []
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     with tempfile.TemporaryDirectory() as cache:
         os.environ["OPSCOPE_CACHE_DIR"] = cache
         for name in args.models.split(","):
-            dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
             e, c, best, packed, first, warm, rel = bench(name, args.repeats, dtype)
             ratios.append(c / e)
             print(f"{name:22s} {e:9.2f} {c:12.2f} {c / e:14.2f}x {best:9.2f}x {packed:15.2f}x {first:17.0f} {warm:8.0f} {rel:12.1e}", flush=True)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "opscope/kernels/cpu/gemm_bf16.h"
+#include "opscope/kernels/cpu/onednn.h"
 #include "opscope/kernels/cpu/packed_matmul.h"
 #include "opscope/kernels/cpu/sgemm.h"
 #include "opscope/runtime/device.h"

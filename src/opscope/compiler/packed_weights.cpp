@@ -1,5 +1,7 @@
 #include "opscope/compiler/packed_weights.h"
 
+#include <optional>
+
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/packed_matmul.h"
 #include "opscope/runtime/device.h"
@@ -10,24 +12,28 @@ namespace opscope::compiler {
 
 namespace {
 
-cpu_kernels::Epilogue epilogue_of(const Node& n) {
+// The kernel's epilogue for an activation kind, if oneDNN's matmul can apply it.
+std::optional<cpu_kernels::Epilogue> epilogue_for(OpKind k) {
   using E = cpu_kernels::Epilogue;
-  if (!n.attrs.epilogue) return E::none;
-  switch (*n.attrs.epilogue) {
+  switch (k) {
     case OpKind::relu: return E::relu;
     case OpKind::gelu: return E::gelu;
     case OpKind::silu: return E::silu;
     case OpKind::tanh: return E::tanh;
     case OpKind::sigmoid: return E::sigmoid;
-    default: fail("compile", "internal: {} is not a matmul epilogue", op_name(*n.attrs.epilogue));
+    default: return std::nullopt;
   }
+}
+
+cpu_kernels::Epilogue epilogue_of(const Node& n) {
+  if (!n.attrs.epilogue) return cpu_kernels::Epilogue::none;
+  if (auto e = epilogue_for(*n.attrs.epilogue)) return *e;
+  fail("compile", "internal: {} is not a matmul epilogue", op_name(*n.attrs.epilogue));
 }
 
 }  // namespace
 
-bool is_matmul_epilogue(OpKind k) {
-  return k == OpKind::relu || k == OpKind::gelu || k == OpKind::silu || k == OpKind::tanh || k == OpKind::sigmoid;
-}
+bool is_matmul_epilogue(OpKind k) { return epilogue_for(k).has_value(); }
 
 PackedWeights::PackedWeights(const Graph& g) : weight_(g.nodes.size(), 0), entries_(g.nodes.size()) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <string>
 #include <unordered_map>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "opscope/core/error.h"
-#include "opscope/kernels/cpu/sgemm.h"
+#include "opscope/kernels/cpu/onednn.h"
 #include "opscope/runtime/device.h"
 
 extern "C" int omp_get_max_threads() noexcept;
@@ -25,11 +23,6 @@ constexpr int64_t kMinFlops = int64_t(1) << 23;     // below this the primitive'
 
 using md = dnnl::memory::desc;
 using dt = dnnl::memory::data_type;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 // The row stride of a's rows when every dim but the last folds into one run of rows
 // (unit column stride); 0 when it does not.
@@ -47,31 +40,34 @@ int64_t folded_row_stride(const Tensor& a) {
   return lda >= s[nd - 1] ? lda : 0;
 }
 
+// How oneDNN applies an epilogue (a post-op: algorithm and alpha), and the kernel name's suffix.
+struct EpilogueOp {
+  dnnl::algorithm alg;
+  float alpha;
+  const char* suffix;
+};
+
+EpilogueOp epilogue_op(Epilogue e) {
+  using alg = dnnl::algorithm;
+  switch (e) {
+    case Epilogue::relu: return {alg::eltwise_relu, 0.0f, "_relu"};
+    case Epilogue::gelu: return {alg::eltwise_gelu_erf, 0.0f, "_gelu"};
+    case Epilogue::silu: return {alg::eltwise_swish, 1.0f, "_silu"};  // x * sigmoid(alpha x)
+    case Epilogue::tanh: return {alg::eltwise_tanh, 0.0f, "_tanh"};
+    case Epilogue::sigmoid: return {alg::eltwise_logistic, 0.0f, "_sigmoid"};
+    case Epilogue::none: break;
+  }
+  return {alg::undef, 0.0f, ""};
+}
+
 dnnl::primitive_attr post_ops(Epilogue e) {
   dnnl::primitive_attr attr;
   if (e == Epilogue::none) return attr;
-  using alg = dnnl::algorithm;
-  alg a = e == Epilogue::relu   ? alg::eltwise_relu
-          : e == Epilogue::gelu ? alg::eltwise_gelu_erf
-          : e == Epilogue::silu ? alg::eltwise_swish  // x * sigmoid(alpha x), alpha 1
-          : e == Epilogue::tanh ? alg::eltwise_tanh
-                                : alg::eltwise_logistic;
+  EpilogueOp op = epilogue_op(e);
   dnnl::post_ops ops;
-  ops.append_eltwise(1.0f, a, e == Epilogue::silu ? 1.0f : 0.0f, 0.0f);
+  ops.append_eltwise(1.0f, op.alg, op.alpha, 0.0f);
   attr.set_post_ops(ops);
   return attr;
-}
-
-const char* epilogue_name(Epilogue e) {
-  switch (e) {
-    case Epilogue::none: return "";
-    case Epilogue::relu: return "_relu";
-    case Epilogue::gelu: return "_gelu";
-    case Epilogue::silu: return "_silu";
-    case Epilogue::tanh: return "_tanh";
-    case Epilogue::sigmoid: return "_sigmoid";
-  }
-  return "";
 }
 
 }  // namespace
@@ -118,7 +114,7 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   try {
-    dnnl::stream s(engine());
+    dnnl::stream s(onednn_engine());
     for (int64_t lo = 0; lo < N; lo += step) {
       auto c = std::make_unique<Chunk>();
       c->lo = lo, c->hi = std::min(N, lo + step);
@@ -129,13 +125,13 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
       md user({K, n}, type, {sbk, sbn});
       md any({K, n}, type, dnnl::memory::format_tag::any);
       auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
-                                                    post_ops(epilogue), engine())
+                                                    post_ops(epilogue), onednn_engine())
                      : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), post_ops(epilogue),
-                                                    engine());
-      if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw std::runtime_error("a reference kernel");
+                                                    onednn_engine());
+      if (reference_kernel(pd)) throw std::runtime_error("a reference kernel");
       c->prim = dnnl::matmul(pd);
-      c->weights = dnnl::memory(pd.weights_desc(), engine());
-      dnnl::memory from(user, engine(), static_cast<char*>(b.data_ptr()) + lo * sbn * int64_t(b.itemsize()));
+      c->weights = dnnl::memory(pd.weights_desc(), onednn_engine());
+      dnnl::memory from(user, onednn_engine(), static_cast<char*>(b.data_ptr()) + lo * sbn * int64_t(b.itemsize()));
       dnnl::reorder(from, c->weights).execute(s, from, c->weights);
       s.wait();
       p->chunks_.push_back(std::move(c));
@@ -155,7 +151,7 @@ LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* 
     fail("matmul", "internal: packed weights were made for a {} with strides {}, not {} with strides {}",
          a_shape_.str(), a_strides_.str(), a.shape().str(), a.strides().str());
   LaunchSpec spec;
-  spec.name = fmt::format("matmul_packed{}_{}", epilogue_name(epilogue_), dtype_name(dtype_));
+  spec.name = fmt::format("matmul_packed{}_{}", epilogue_op(epilogue_).suffix, dtype_name(dtype_));
   spec.work = int64_t(chunks_.size());
   spec.grain = 1;
   spec.flops = 2 * m_ * n_ * k_;
@@ -166,15 +162,14 @@ LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* 
   const int64_t item = int64_t(out.itemsize());
   // The launch may run after the caller has dropped these weights: it holds them.
   spec.body = [self = shared_from_this(), ap, cp, bp, item](int64_t begin, int64_t end) {
-    onednn_on_this_core();
-    thread_local dnnl::stream s(engine());
+    dnnl::stream& s = onednn_core_stream();
     try {
       for (int64_t i = begin; i < end; ++i) {
         const Chunk& c = *self->chunks_[size_t(i)];
-        dnnl::memory src(c.src, engine(), ap), dst(c.dst, engine(), cp + c.lo * item);
+        dnnl::memory src(c.src, onednn_engine(), ap), dst(c.dst, onednn_engine(), cp + c.lo * item);
         std::unordered_map<int, dnnl::memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, c.weights}, {DNNL_ARG_DST, dst}};
-        if (bp) args.emplace(DNNL_ARG_BIAS, dnnl::memory(c.bias, engine(), bp + c.lo));
+        if (bp) args.emplace(DNNL_ARG_BIAS, dnnl::memory(c.bias, onednn_engine(), bp + c.lo));
         c.prim.execute(s, args);
       }
       s.wait();

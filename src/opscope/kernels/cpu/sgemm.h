@@ -14,9 +14,4 @@ namespace opscope::cpu_kernels {
 void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// Before oneDNN runs on a device core: its OpenMP team there is one thread.
-void onednn_on_this_core();
-// After a call into oneDNN has made its statics: registers the device's drain at exit after them.
-void onednn_statics_made();
-
 }  // namespace opscope::cpu_kernels
