@@ -1,15 +1,18 @@
 // The compiler's passes on small hand-built graphs: dead code, common subexpressions,
 // constant folding, and the fusion decisions on known graphs (naive RMSNorm is one
 // kernel; softmax, layer norm and SiLU·mul as ops are one kernel each; matmul, custom
-// ops and reductions over other axes stay eager). No compiler runs here.
+// ops and reductions over other axes stay eager). No compiler runs here: graphs without
+// fused kernels run on their eager ops.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "compiler_test_util.h"
+#include "opscope/compiler/executor.h"
 #include "opscope/compiler/kernel.h"
 #include "opscope/compiler/passes.h"
 #include "opscope/core/error.h"
+#include "opscope/runtime/tensor.h"
 
 using namespace opscope;
 using namespace opscope::compiler;
@@ -339,4 +342,65 @@ TEST(CompilerPasses, PassesSwitchOffAndExplainShowsEachStep) {
     EXPECT_NE(std::string(e.what()).find("bogus"), std::string::npos);
   }
   ::unsetenv("OPSCOPE_COMPILE_DISABLE");
+}
+
+namespace {
+int view(Graph& g, int x, const Shape& s, const Strides& st, int64_t offset) {
+  Attrs a;
+  a.offset = offset;
+  return g.add(OpKind::as_strided, {x}, s, g.values[x].dtype, a, st);
+}
+int bmm(Graph& g, int a, int b) {
+  const Shape &sa = g.values[a].shape, &sb = g.values[b].shape;
+  return g.add(OpKind::matmul, {a, b}, Shape{sa[0], sa[1], sb[2]}, g.values[a].dtype);
+}
+std::vector<float> run_eager(const Graph& g, const Tensor& x) {
+  Executable exe;
+  exe.graph = g;
+  return exe.run({x})[0].to_vector<float>();
+}
+}  // namespace
+
+// nn.MultiheadAttention's heads: q and k are column slices of the in-projection (T=6,
+// E=8 of 3E=24, B=1), each made contiguous, then split into H=2 heads of 4 (k also
+// transposed) for a batched matmul. The copies go: the views read the projection with
+// the strides they compose to, and the product is unchanged. The heads' output,
+// transposed back and flattened, cannot be a view of it: that copy stays.
+TEST(CompilerPasses, ClonesReadOnlyThroughViewsBecomeViewsOfTheirSource) {
+  Graph g;
+  int x = input(g, {6, 24});
+  int q = unary(g, OpKind::clone, view(g, x, {6, 1, 8}, {24, 24, 1}, 0));
+  int k = g.add(OpKind::contiguous, {view(g, x, {6, 1, 8}, {24, 24, 1}, 8)}, Shape{6, 1, 8}, DType::f32);
+  int qh = view(g, q, {2, 6, 4}, {4, 8, 1}, 0), kt = view(g, k, {2, 4, 6}, {4, 1, 8}, 0);
+  int s = bmm(g, qh, kt);                                   // (2, 6, 6)
+  int o = unary(g, OpKind::clone, view(g, s, {6, 2, 6}, {6, 36, 1}, 0));
+  g.outputs = {view(g, o, {6, 12}, {12, 1}, 0)};
+  Tensor in = randn({6, 24}, 3);
+  std::vector<float> want = run_eager(g, in);
+
+  Graph e = g;
+  elide_clones(e);
+  EXPECT_EQ(count_kind(e, OpKind::contiguous), 0) << e.str();
+  ASSERT_EQ(count_kind(e, OpKind::clone), 1) << e.str();  // the heads' output
+  const Node& mm = e.producer(e.producer(e.producer(e.producer(e.outputs[0]).inputs[0]).inputs[0]).inputs[0]);
+  ASSERT_EQ(mm.kind, OpKind::matmul) << e.str();
+  const Value &a = e.values[size_t(mm.inputs[0])], &b = e.values[size_t(mm.inputs[1])];
+  EXPECT_EQ(e.producer(mm.inputs[0]).inputs[0], e.inputs[0]);
+  EXPECT_EQ(a.strides, (Strides{4, 24, 1}));
+  EXPECT_EQ(b.strides, (Strides{4, 1, 24}));
+  EXPECT_EQ(e.producer(mm.inputs[0]).attrs.offset, 0);
+  EXPECT_EQ(e.producer(mm.inputs[1]).attrs.offset, 8);
+  EXPECT_EQ(run_eager(e, in), want);
+
+  // A clone that an op reads, or that is an output through its view, stays; so does one
+  // whose view would turn a dense dim into a strided one.
+  Graph kept;
+  int y = input(kept, {6, 24});
+  int c1 = unary(kept, OpKind::clone, view(kept, y, {6, 8}, {24, 1}, 0));
+  int c2 = unary(kept, OpKind::clone, view(kept, y, {6, 8}, {24, 1}, 8));
+  int c3 = unary(kept, OpKind::clone, view(kept, y, {8, 6}, {1, 24}, 16));
+  kept.outputs = {unary(kept, OpKind::exp, c1), view(kept, c2, {48}, {1}, 0),
+                  unary(kept, OpKind::exp, view(kept, c3, {48}, {1}, 0))};
+  elide_clones(kept);
+  EXPECT_EQ(count_kind(kept, OpKind::clone), 3) << kept.str();
 }

@@ -53,6 +53,7 @@ void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
   // Folding and CSE leave dead nodes behind (the constants they replaced).
   if (opt.cse || opt.fold) step("dce", opt.dce, dce);
   step("fuse", opt.fuse, [pack = opt.pack](Graph& gr) {
+    elide_clones(gr);
     sink_reshapes(gr);  // first: a bias add and its activation behind a view meet, and stay an add
     fold_matmul_bias(gr);
     if (pack) fold_matmul_epilogue(gr);

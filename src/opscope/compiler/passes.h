@@ -1,7 +1,7 @@
 // The compiler's passes, each a function over the graph, run in this order:
-// dce → cse → fold → dce → fuse (which first sinks reshapes below unary ops and folds a
-// matmul's bias add into it). Each can be switched off for debugging through PassOptions or
-// OPSCOPE_COMPILE_DISABLE=fuse,cse,... ; explain mode prints the graph before and after
+// dce → cse → fold → dce → fuse (which first drops copies read only through views, sinks
+// reshapes below unary ops and folds a matmul's bias add into it). Each can be switched
+// off for debugging through PassOptions or OPSCOPE_COMPILE_DISABLE=fuse,cse,... ; explain mode prints the graph before and after
 // each pass (OPSCOPE_COMPILE_EXPLAIN=1).
 #pragma once
 #include <string>
@@ -42,6 +42,10 @@ void fold_matmul_bias(Graph& g);
 // attrs.epilogue: oneDNN applies them to each block of C as it computes it, where a fused
 // kernel would make a second pass over C. Products too small to pack keep the fused kernel.
 void fold_matmul_epilogue(Graph& g);
+// Before fusion: a copy to contiguous (clone, .contiguous()) read only through views
+// becomes those views of the copied value's storage, where each is expressible as strides
+// and keeps its rows dense (elide_clones.cpp).
+void elide_clones(Graph& g);
 // Before fusion: a unary elementwise op on an order-keeping reshape runs before the
 // reshape instead (u(reshape(x)) = reshape(u(x))), so a chain split by a view fuses.
 void sink_reshapes(Graph& g);
