@@ -200,7 +200,10 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
   // passes
   auto t0 = std::chrono::steady_clock::now();
   PassOptions po = pass_options_from_env(opts.passes);
-  if (dev && dev->type() == DeviceType::cuda) po.pack = false;  // the CPU executor's packing (packed_weights.h)
+  if (dev && dev->type() == DeviceType::cuda) {
+    po.pack = false;       // the CPU executor's packing (packed_weights.h)
+    po.attention = false;  // a CPU kernel (kernels/cpu/attention.h)
+  }
   rep.pass_log.clear();
   run_passes(g, po, &rep.pass_log);
   rep.compiled_graph = g.str();

@@ -4,9 +4,12 @@
 #include "opscope/compiler/executor.h"
 #include "opscope/compiler/kernel.h"
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/attention.h"
 #include "opscope/ops/custom.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/device.h"
+#include "opscope/runtime/op_scope.h"
+#include "opscope/runtime/runtime.h"
 
 namespace opscope::compiler {
 
@@ -65,6 +68,29 @@ Tensor reduction(const Node& n, const Tensor& x) {
     case OpKind::argmax: return argmax(x, a.axis, a.keepdim);
     default: fail("compile", "internal: {} is not a reduction", op_name(n.kind));
   }
+}
+
+// An attention node (fuse_attention.cpp): its kernel, the CPU's alone. `ins`: q, kᵀ, v,
+// then the operands of the score steps.
+Tensor attention(const Graph& g, const Node& n, const std::vector<const Tensor*>& ins, Device& dev) {
+  if (dev.type() != DeviceType::cpu) fail("compile", "internal: an attention node off the CPU device");
+  const Tensor &q = *ins[0], &kt = *ins[1], &v = *ins[2];
+  OPSCOPE_OP("attention", &q, &kt, &v);
+  using Op = cpu_kernels::ScoreStep::Op;
+  std::vector<cpu_kernels::ScoreStep> steps;
+  for (const ScoreStep& s : n.attrs.score) {
+    cpu_kernels::ScoreStep k;
+    k.op = s.op == OpKind::add ? Op::add : s.op == OpKind::sub ? Op::sub : s.op == OpKind::mul ? Op::mul : Op::div;
+    k.swap = s.swap;
+    k.scalar = float(s.scalar);
+    k.operand = s.input >= 0 ? ins[size_t(s.input)] : nullptr;
+    steps.push_back(k);
+  }
+  Tensor out = runtime::allocate(g.values[size_t(n.outputs[0])].shape, DType::f32, dev);
+  LaunchSpec spec = cpu_kernels::attention_spec(out, q, kt, v, steps, Shape(n.attrs.axes));
+  const Tensor* writes[] = {&out};
+  runtime::launch(dev, std::move(spec), std::span<const Tensor* const>(ins), std::span<const Tensor* const>(writes));
+  return out;
 }
 
 }  // namespace
@@ -130,6 +156,12 @@ void eval_eager(const Graph& g, const Node& n, std::vector<Tensor>& vals, Device
           if (n.attrs.epilogue) r = unary(*n.attrs.epilogue, r);  // unpacked: the activation's own launch
           break;
         case OpKind::embedding: r = embedding(in(0), in(1)); break;
+        case OpKind::attention: {
+          std::vector<const Tensor*> ins;
+          for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(&in(i));
+          r = attention(g, n, ins, dev);
+          break;
+        }
         case OpKind::concat: {
           std::vector<Tensor> xs;
           for (size_t i = 0; i < n.inputs.size(); ++i) xs.push_back(in(i));

@@ -1,6 +1,7 @@
 #include "opscope/compiler/graph.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -29,7 +30,8 @@ constexpr std::array<OpInfo, kNumKinds> kInfo = {{
     {"max", OpClass::reduction},    {"min", OpClass::reduction},     {"var", OpClass::reduction},
     {"argmax", OpClass::reduction}, {"softmax", OpClass::library},   {"rms_norm", OpClass::library},
     {"layer_norm", OpClass::library}, {"matmul", OpClass::library},  {"concat", OpClass::library},
-    {"embedding", OpClass::library}, {"custom", OpClass::library},   {"fused", OpClass::fused},
+    {"embedding", OpClass::library}, {"custom", OpClass::library},   {"attention", OpClass::library},
+    {"fused", OpClass::fused},
 }};
 static_assert(kInfo.size() == kNumKinds);
 }  // namespace
@@ -39,7 +41,8 @@ const OpInfo& op_info(OpKind k) { return kInfo[size_t(k)]; }
 std::optional<OpKind> kind_from_op_name(std::string_view name) {
   if (name == "to") return OpKind::cast;
   for (int i = int(OpKind::neg); i < int(OpKind::fused); ++i)
-    if (i != int(OpKind::custom) && i != int(OpKind::cast) && name == kInfo[i].name) return OpKind(i);
+    if (i != int(OpKind::custom) && i != int(OpKind::cast) && i != int(OpKind::attention) && name == kInfo[i].name)
+      return OpKind(i);
   return std::nullopt;
 }
 
@@ -215,6 +218,15 @@ std::string Graph::attrs_str(const Node& n) {
       return fmt::format("eps={}{}", fmt_double(a.scalar), a.axis ? fmt::format(" missing={}", a.axis) : "");
     case OpKind::custom: return fmt::format("name={}", a.name);
     case OpKind::matmul: return a.epilogue ? fmt::format("epilogue={}", op_name(*a.epilogue)) : "";
+    case OpKind::attention: {
+      std::string s = fmt::format("scores=({}) steps=[", fmt::join(a.axes, ", "));
+      for (size_t i = 0; i < a.score.size(); ++i) {
+        const ScoreStep& st = a.score[i];
+        std::string x = st.input >= 0 ? fmt::format("#{}", st.input) : fmt_double(st.scalar);
+        s += fmt::format("{}{} {}{}", i ? ", " : "", op_name(st.op), x, st.swap ? " swapped" : "");
+      }
+      return s + "]";
+    }
     case OpKind::fused:
       return a.kernel ? fmt::format("rows={} cols={} passes={}{}", a.kernel->rows, a.kernel->cols,
                                     a.kernel->passes, a.kernel->flat ? " flat" : "")

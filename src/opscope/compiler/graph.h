@@ -29,6 +29,8 @@ enum class OpKind : uint8_t {
   sum, mean, max, min, var, argmax,
   // library kernels that are already fused, and ops that never fuse
   softmax, rms_norm, layer_norm, matmul, concat, embedding, custom,
+  // matmul → elementwise steps on the scores → softmax → matmul, one kernel (fuse_attention.cpp)
+  attention,
   // a generated kernel (attrs.kernel)
   fused,
 };
@@ -52,8 +54,18 @@ std::optional<OpKind> kind_from_op_name(std::string_view name);
 
 struct FusedKernel;
 
+// attention: a step each score takes before the softmax, s = s op x (x op s when `swap`),
+// x the scalar or, when input >= 0, the node's operand of that index broadcast to the
+// scores (attrs.axes: their shape).
+struct ScoreStep {
+  OpKind op = OpKind::mul;  // add, sub, mul or div
+  bool swap = false;
+  double scalar = 0;
+  int input = -1;
+};
+
 struct Attrs {
-  std::vector<int64_t> axes;  // reductions: normalized, sorted
+  std::vector<int64_t> axes;  // reductions: normalized, sorted; attention: the scores' shape
   bool keepdim = false;
   double scalar = 0;          // constant value; eps of the norms
   int64_t axis = 0;           // softmax, argmax, concat; param index
@@ -62,6 +74,7 @@ struct Attrs {
   DType dtype = DType::f32;   // cast target
   std::string name;           // custom op name
   std::optional<OpKind> epilogue;  // matmul: an activation of its result, run in its launch where packed
+  std::vector<ScoreStep> score;   // attention
   std::shared_ptr<FusedKernel> kernel;  // fused
 };
 

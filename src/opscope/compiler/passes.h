@@ -15,15 +15,16 @@ struct PassOptions {
   bool cse = true;
   bool fold = true;
   bool fuse = true;
+  bool attention = true;  // within fuse: attention's matmuls, score steps and softmax as one node (CPU)
   bool pack = true;  // not a graph pass: the executor packs the weights of f32 matmuls (packed_weights.h)
 };
 
 // The names a pass can be switched off by, in pipeline order, and "all".
-inline constexpr const char* kPassNames = "dce, cse, fold, fuse, pack, all";
+inline constexpr const char* kPassNames = "dce, cse, fold, fuse, attention, pack, all";
 // Switches off the pass called `name` (one of kPassNames); false for an unknown name.
 bool disable_pass(PassOptions& opt, const std::string& name);
 // `base` with the passes named in OPSCOPE_COMPILE_DISABLE (comma-separated: dce, cse,
-// fold, fuse, pack, or all) switched off. Unknown names throw "[compile] ...".
+// fold, fuse, attention, pack, or all) switched off. Unknown names throw "[compile] ...".
 PassOptions pass_options_from_env(PassOptions base);
 
 // Dead code: drops nodes whose results no output needs (and the params they captured).
@@ -46,6 +47,10 @@ void fold_matmul_epilogue(Graph& g);
 // becomes those views of the copied value's storage, where each is expressible as strides
 // and keeps its rows dense (elide_clones.cpp).
 void elide_clones(Graph& g);
+// Before fusion, on the CPU ("attention" on): matmul(q, kᵀ) → elementwise steps on the
+// scores (scale, masks) → softmax over the last axis → matmul(·, v) becomes one attention
+// node, its scores kept in the cores' caches (fuse_attention.cpp).
+void fuse_attention(Graph& g);
 // Before fusion: a unary elementwise op on an order-keeping reshape runs before the
 // reshape instead (u(reshape(x)) = reshape(u(x))), so a chain split by a view fuses.
 void sink_reshapes(Graph& g);

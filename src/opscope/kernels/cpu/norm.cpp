@@ -159,6 +159,18 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
 }
 
 // Softmax over the middle axis of (K0, R, K1), for c <= kColBlock columns at x, y.
+}  // namespace
+
+void softmax_rows_inplace(float* x, int64_t rows, int64_t n, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* xr = x + r * ld;  // e^(x - max) written over x: each lane is loaded before it is stored
+    float inv = 1.0f / exp_shifted_row(xr, xr, n, row_extreme<true, float>(xr, n), r + 1 < rows ? xr + ld : nullptr);
+    map_row(xr, n, false, [inv](f32x16 v) { return v * inv; }, xr);
+  }
+}
+
+namespace {
+
 template <class T> void softmax_cols(const T* x, T* y, int64_t R, int64_t K1, int64_t c) {
   float m[kColBlock], s[kColBlock] = {};
   for (int64_t j = 0; j < c; ++j) m[j] = to_f32(x[j]);

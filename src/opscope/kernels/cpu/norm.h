@@ -12,6 +12,9 @@ namespace opscope::cpu_kernels {
 
 // Softmax of the contiguous x over `axis` (numerically stable: max-subtracted).
 LaunchSpec softmax_spec(const Tensor& out, const Tensor& x, int axis);
+// Softmax of each of `rows` f32 rows of n (row stride ld) in place, on the calling core:
+// what attention runs on the block of scores in its cache.
+void softmax_rows_inplace(float* x, int64_t rows, int64_t n, int64_t ld);
 // y = x * rsqrt(mean(x^2) + eps) * weight over the last axis; weight may be null (no scale).
 LaunchSpec rms_norm_spec(const Tensor& out, const Tensor& x, const Tensor* weight, float eps);
 // y = (x - mean) * rsqrt(var_biased + eps) * weight + bias over the last axis; weight and

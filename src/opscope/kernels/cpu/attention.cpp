@@ -1,0 +1,183 @@
+#include "opscope/kernels/cpu/attention.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <new>
+
+#include "opscope/core/error.h"
+#include "opscope/kernels/cpu/norm.h"
+#include "opscope/kernels/cpu/sgemm.h"
+
+namespace opscope::cpu_kernels {
+
+namespace {
+
+// Scores a core keeps for one work unit: query rows x Tk floats, about L2's share of them.
+constexpr int64_t kScoreFloats = int64_t(1) << 15;
+
+// This thread's scores, grown and never shrunk (one allocation per core, not per call).
+float* thread_scores(int64_t n) {
+  struct Buffer {
+    float* p = nullptr;
+    int64_t n = 0;
+    ~Buffer() { ::operator delete(p, std::align_val_t(64)); }
+  };
+  thread_local Buffer buf;
+  if (n > buf.n) {
+    ::operator delete(buf.p, std::align_val_t(64));
+    buf.p = nullptr;
+    buf.n = 0;
+    buf.p = static_cast<float*>(::operator new(size_t(n) * sizeof(float), std::align_val_t(64)));
+    buf.n = n;
+  }
+  return buf.p;
+}
+
+// A step's operand as the kernel reads it: for head h (of BH), row i and column j, the
+// element at base[h] + i * row + j * col.
+struct Operand {
+  const float* data = nullptr;
+  std::vector<int64_t> base;  // per head
+  int64_t row = 0, col = 0;
+};
+
+Operand broadcast_operand(const Tensor& t, const Shape& scores) {
+  const int n = scores.size(), m = t.ndim();
+  if (t.dtype() != DType::f32 || m > n) fail("attention", "a score operand must be f32 of at most {} dims, got {} {}", n, dtype_name(t.dtype()), t.shape().str());
+  std::vector<int64_t> st(size_t(n), 0);
+  for (int d = 0; d < m; ++d) {
+    int64_t size = t.shape()[d], want = scores[n - m + d];
+    if (size != 1 && size != want)
+      fail("attention", "a score operand of shape {} does not broadcast to the scores' {}", t.shape().str(), scores.str());
+    st[size_t(n - m + d)] = size == 1 ? 0 : t.strides()[d];
+  }
+  Operand o;
+  o.data = t.data<float>();
+  o.row = st[size_t(n - 2)];
+  o.col = st[size_t(n - 1)];
+  int64_t heads = 1;
+  for (int d = 0; d < n - 2; ++d) heads *= scores[d];
+  o.base.resize(size_t(heads));
+  for (int64_t h = 0; h < heads; ++h) {  // h unravelled over the leading dims
+    int64_t rest = h, off = 0;
+    for (int d = n - 3; d >= 0; --d) {
+      off += (rest % scores[d]) * st[size_t(d)];
+      rest /= scores[d];
+    }
+    o.base[size_t(h)] = off;
+  }
+  return o;
+}
+
+template <class F> inline void each(float* s, int64_t n, const float* x, int64_t col, F f) {
+  if (col == 1)
+    for (int64_t j = 0; j < n; ++j) s[j] = f(s[j], x[j]);
+  else if (col == 0)
+    for (int64_t j = 0, v = 0; j < n; ++j) s[j] = f(s[j], x[v]);
+  else
+    for (int64_t j = 0; j < n; ++j) s[j] = f(s[j], x[j * col]);
+}
+
+template <class F> inline void each_scalar(float* s, int64_t n, float x, F f) {
+  for (int64_t j = 0; j < n; ++j) s[j] = f(s[j], x);
+}
+
+// One step on a row of n scores; x: the operand's row (null: the scalar).
+void apply(const ScoreStep& st, float* s, int64_t n, const float* x, int64_t col) {
+  using Op = ScoreStep::Op;
+  auto run = [&](auto f) {
+    if (x) each(s, n, x, col, f);
+    else each_scalar(s, n, st.scalar, f);
+  };
+  if (!st.swap) {
+    switch (st.op) {
+      case Op::add: return run([](float a, float b) { return a + b; });
+      case Op::sub: return run([](float a, float b) { return a - b; });
+      case Op::mul: return run([](float a, float b) { return a * b; });
+      case Op::div: return run([](float a, float b) { return a / b; });
+    }
+  }
+  switch (st.op) {
+    case Op::add: return run([](float a, float b) { return b + a; });
+    case Op::sub: return run([](float a, float b) { return b - a; });
+    case Op::mul: return run([](float a, float b) { return b * a; });
+    case Op::div: return run([](float a, float b) { return b / a; });
+  }
+}
+
+struct Matrix {
+  const float* data;
+  int64_t batch;  // stride between heads
+  GemmOperand how;
+};
+
+Matrix matrix(const Tensor& t, const char* what) {
+  if (t.dtype() != DType::f32 || t.ndim() != 3)
+    fail("attention", "{} must be a 3-d f32 tensor, got {} {}", what, dtype_name(t.dtype()), t.shape().str());
+  auto how = gemm_operand(t.shape()[1], t.shape()[2], t.strides()[1], t.strides()[2]);
+  if (!how) fail("attention", "{} {} with strides {} has no dense dim", what, t.shape().str(), t.strides().str());
+  return {t.data<float>(), t.shape()[0] == 1 ? 0 : t.strides()[0], *how};
+}
+
+}  // namespace
+
+std::optional<GemmOperand> gemm_operand(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  const int64_t r = std::max<int64_t>(rows, 1), c = std::max<int64_t>(cols, 1);
+  if ((c == 1 || col_stride == 1) && (r == 1 || row_stride >= c)) return GemmOperand{false, r == 1 ? c : row_stride};
+  if ((r == 1 || row_stride == 1) && (c == 1 || col_stride >= r)) return GemmOperand{true, c == 1 ? r : col_stride};
+  return std::nullopt;
+}
+
+LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, const Tensor& v,
+                          const std::vector<ScoreStep>& steps, const Shape& scores) {
+  Matrix mq = matrix(q, "q"), mk = matrix(kt, "kᵀ"), mv = matrix(v, "v");
+  const int64_t BH = q.shape()[0], Tq = q.shape()[1], D = q.shape()[2], Tk = kt.shape()[2], Dv = v.shape()[2];
+  int64_t heads = 1;
+  for (int d = 0; d + 2 < scores.size(); ++d) heads *= scores[d];
+  if (kt.shape()[0] != BH || v.shape()[0] != BH || kt.shape()[1] != D || v.shape()[1] != Tk || scores.size() < 2 ||
+      scores[scores.size() - 2] != Tq || scores.back() != Tk || heads != BH)
+    fail("attention", "shapes do not chain: q {}, kᵀ {}, v {}, scores {}", q.shape().str(), kt.shape().str(),
+         v.shape().str(), scores.str());
+  if (out.shape() != Shape{BH, Tq, Dv} || !out.is_contiguous() || out.dtype() != DType::f32)
+    fail("attention", "out must be a contiguous f32 ({}, {}, {}), got {}", BH, Tq, Dv, out.shape().str());
+  struct Step {
+    ScoreStep step;
+    Operand operand;
+  };
+  std::vector<Step> ss;
+  for (const ScoreStep& s : steps) ss.push_back({s, s.operand ? broadcast_operand(*s.operand, scores) : Operand{}});
+  const int64_t rows = std::clamp<int64_t>(kScoreFloats / std::max<int64_t>(Tk, 1), 1, std::max<int64_t>(Tq, 1));
+  const int64_t blocks = (Tq + rows - 1) / rows;
+  float* op = out.data<float>();
+
+  LaunchSpec spec;
+  spec.name = "attention_f32";
+  spec.work = BH * blocks;
+  spec.grain = 1;
+  spec.bytes = q.nbytes() + kt.nbytes() + v.nbytes() + out.nbytes();
+  for (const ScoreStep& s : steps) spec.bytes += s.operand ? s.operand->nbytes() : 0;
+  spec.flops = 2 * BH * Tq * Tk * (D + Dv) + BH * Tq * Tk * (20 + int64_t(steps.size()));
+  spec.body = [=, ss = std::move(ss)](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t h = u / blocks, i0 = (u % blocks) * rows, m = std::min(rows, Tq - i0);
+      float* s = thread_scores(rows * Tk);
+      // i0 is a row offset of q: rows step by lda untransposed, by 1 transposed
+      const float* qa = mq.data + h * mq.batch + i0 * (mq.how.trans ? 1 : mq.how.ld);
+      sgemm("attention", mq.how.trans, mk.how.trans, m, Tk, D, qa, mq.how.ld, mk.data + h * mk.batch, mk.how.ld, 0.0f,
+            s, Tk);
+      for (int64_t i = 0; i < m; ++i)
+        for (const Step& st : ss) {
+          const Operand& o = st.operand;
+          const float* x = o.data ? o.data + o.base[size_t(h)] + (i0 + i) * o.row : nullptr;
+          apply(st.step, s + i * Tk, Tk, x, o.col);
+        }
+      softmax_rows_inplace(s, m, Tk, Tk);
+      sgemm("attention", false, mv.how.trans, m, Dv, Tk, s, Tk, mv.data + h * mv.batch, mv.how.ld, 0.0f,
+            op + (h * Tq + i0) * Dv, Dv);
+    }
+  };
+  return spec;
+}
+
+}  // namespace opscope::cpu_kernels
