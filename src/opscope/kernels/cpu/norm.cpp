@@ -142,10 +142,7 @@ template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n,
     std::memcpy(t + i, &e, size_t(k) * sizeof(float));
     a0 += e;
   }
-  a0 += a1;
-  float s = 0;
-  for (int j = 0; j < 16; ++j) s += a0[j];
-  return s;
+  return fold_lanes(a0 + a1, [](f32x16 a, f32x16 b) { return a + b; });
 }
 
 template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int64_t n, bool stream) {
