@@ -148,6 +148,14 @@ Graph gpt2_attention(int64_t T, int64_t H, int64_t D, bool scores_out) {
   return g;
 }
 
+// ... then the heads back in token order, as `y.transpose(1, 2).contiguous().view(T, H*D)`.
+Graph gpt2_attention_tokens_first(int64_t T, int64_t H, int64_t D) {
+  Graph g = gpt2_attention(T, H, D, false);
+  int y = view(g, g.outputs[0], {1, T, H, D}, {H * T * D, D, T * D, 1}, 0);
+  g.outputs = {view(g, unary(g, OpKind::clone, y), {T, H * D}, {H * D, 1}, 0)};
+  return g;
+}
+
 std::vector<float> run_graph(const Graph& g, const std::vector<Tensor>& xs) {
   Executable exe;
   exe.graph = g;
@@ -177,6 +185,21 @@ TEST(AttentionPass, GptTwoAttentionIsOneNodeWithItsStepsAndEqualsItsOps) {
   std::vector<float> got = run_graph(f, xs);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i]))) << i;
+
+  // The heads put back in token order: the kernel writes them so, and the copy goes.
+  Graph tokens = gpt2_attention_tokens_first(T, H, D);
+  std::vector<float> want_tokens = run_graph(tokens, xs);
+  fuse_attention(tokens);
+  EXPECT_EQ(count_kind(tokens, OpKind::clone), 0) << tokens.str();
+  ASSERT_EQ(count_kind(tokens, OpKind::attention), 1) << tokens.str();
+  for (const Node& n : tokens.nodes)
+    if (n.kind == OpKind::attention) {
+      EXPECT_EQ(tokens.values[size_t(n.outputs[0])].strides, (Strides{D, H * D, 1}));
+    }
+  std::vector<float> got_tokens = run_graph(tokens, xs);
+  ASSERT_EQ(got_tokens.size(), want_tokens.size());
+  for (size_t i = 0; i < got_tokens.size(); ++i)
+    EXPECT_NEAR(got_tokens[i], want_tokens[i], 1e-5f * (1 + std::fabs(want_tokens[i]))) << i;
 
   // The scores also an output: they must exist, so the ops stay.
   Graph kept = gpt2_attention(T, H, D, true);

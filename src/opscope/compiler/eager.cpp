@@ -86,7 +86,8 @@ Tensor attention(const Graph& g, const Node& n, const std::vector<const Tensor*>
     k.operand = s.input >= 0 ? ins[size_t(s.input)] : nullptr;
     steps.push_back(k);
   }
-  Tensor out = runtime::allocate(g.values[size_t(n.outputs[0])].shape, DType::f32, dev);
+  const Value& o = g.values[size_t(n.outputs[0])];  // maybe laid out for the copy it replaced
+  Tensor out(runtime::allocate({o.shape.numel()}, DType::f32, dev).storage(), o.shape, o.strides, 0, DType::f32);
   LaunchSpec spec = cpu_kernels::attention_spec(out, q, kt, v, steps, Shape(n.attrs.axes));
   const Tensor* writes[] = {&out};
   runtime::launch(dev, std::move(spec), std::span<const Tensor* const>(ins), std::span<const Tensor* const>(writes));

@@ -134,6 +134,48 @@ std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& 
   return m;
 }
 
+// The permutation of o's dims that view u is, if it is one (u reads all of o, offset 0):
+// then o can be laid out so that u is contiguous. o's new strides, or none.
+std::optional<Strides> layout_making_contiguous(const Value& o, const Value& u, int64_t offset) {
+  if (offset != 0 || o.shape.numel() != u.shape.numel() || !o.contiguous()) return {};
+  Strides dense = contiguous_strides(o.shape), want = contiguous_strides(u.shape), out = dense;
+  std::vector<bool> taken(size_t(o.shape.size()), false);
+  for (int d = 0; d < u.shape.size(); ++d) {
+    if (u.shape[d] == 1) continue;
+    int e = 0;
+    while (e < o.shape.size() && (taken[size_t(e)] || o.shape[e] != u.shape[d] || dense[e] != u.strides[d])) ++e;
+    if (e == o.shape.size()) return {};
+    taken[size_t(e)] = true;
+    out[e] = want[d];
+  }
+  for (int e = 0; e < o.shape.size(); ++e)
+    if (o.shape[e] != 1 && !taken[size_t(e)]) return {};
+  return out;
+}
+
+// attention → a permuting view → a copy to contiguous (the heads put back in token order,
+// `(att @ v).transpose(1, 2).contiguous()`): the kernel writes its rows where the copy
+// would have put them, and the copy goes.
+void write_in_copy_layout(Graph& g) {
+  const std::vector<std::vector<int>> uses = g.uses();
+  for (Node& a : g.nodes) {
+    if (a.dead || a.kind != OpKind::attention || !single_use(uses, a.outputs[0])) continue;
+    Node& u = g.nodes[size_t(uses[size_t(a.outputs[0])][0])];
+    int uv = u.kind == OpKind::as_strided ? u.outputs[0] : -1;
+    if (uv < 0 || !single_use(uses, uv)) continue;
+    Node& c = g.nodes[size_t(uses[size_t(uv)][0])];
+    if (c.kind != OpKind::clone && c.kind != OpKind::contiguous) continue;
+    Value& o = g.values[size_t(a.outputs[0])];
+    auto strides = layout_making_contiguous(o, g.values[size_t(uv)], u.attrs.offset);
+    if (!strides || (*strides)[o.shape.size() - 1] != 1) continue;  // the kernel writes dense rows
+    o.strides = *strides;
+    g.values[size_t(uv)].strides = contiguous_strides(g.values[size_t(uv)].shape);
+    merge_origins(a, c);
+    g.replace_uses(c.outputs[0], uv);
+    c.dead = true;
+  }
+}
+
 }  // namespace
 
 void fuse_attention(Graph& g) {
@@ -161,6 +203,7 @@ void fuse_attention(Graph& g) {
       g.nodes[size_t(r)].dead = true;
     }
   }
+  write_in_copy_layout(g);
   dce(g);  // and the constants the steps took in
 }
 

@@ -139,8 +139,13 @@ LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, 
       scores[scores.size() - 2] != Tq || scores.back() != Tk || heads != BH)
     fail("attention", "shapes do not chain: q {}, kᵀ {}, v {}, scores {}", q.shape().str(), kt.shape().str(),
          v.shape().str(), scores.str());
-  if (out.shape() != Shape{BH, Tq, Dv} || !out.is_contiguous() || out.dtype() != DType::f32)
-    fail("attention", "out must be a contiguous f32 ({}, {}, {}), got {}", BH, Tq, Dv, out.shape().str());
+  // out: any layout whose rows are dense and apart (the compiler may lay the heads out
+  // in token order, for the consumer that wants them so)
+  const int64_t o_head = out.ndim() == 3 ? out.strides()[0] : 0, o_row = out.ndim() == 3 ? out.strides()[1] : 0;
+  if (out.shape() != Shape{BH, Tq, Dv} || out.dtype() != DType::f32 || (Dv > 1 && out.strides()[2] != 1) ||
+      (Tq > 1 && o_row < Dv))
+    fail("attention", "out must be f32 ({}, {}, {}) with dense rows, got {} {} with strides {}", BH, Tq, Dv,
+         dtype_name(out.dtype()), out.shape().str(), out.strides().str());
   struct Step {
     ScoreStep step;
     Operand operand;
@@ -174,7 +179,7 @@ LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, 
         }
       softmax_rows_inplace(s, m, Tk, Tk);
       sgemm("attention", false, mv.how.trans, m, Dv, Tk, s, Tk, mv.data + h * mv.batch, mv.how.ld, 0.0f,
-            op + (h * Tq + i0) * Dv, Dv);
+            op + h * o_head + i0 * o_row, std::max(o_row, Dv));
     }
   };
   return spec;

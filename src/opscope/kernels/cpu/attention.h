@@ -32,7 +32,7 @@ struct GemmOperand {
 };
 std::optional<GemmOperand> gemm_operand(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride);
 
-// out (BH, Tq, Dv), contiguous, = softmax(steps(q @ kt), last axis) @ v, with q (BH, Tq, D),
+// out (BH, Tq, Dv), rows dense, = softmax(steps(q @ kt), last axis) @ v, with q (BH, Tq, D),
 // kt (BH, D, Tk) and v (BH, Tk, Dv) f32 in any batch strides, each matrix with a dense
 // dim (gemm_operand). `scores` is the shape the steps' operands broadcast to: its last two
 // dims Tq and Tk, the product of the others BH. Throws "[attention] ..." for anything else.
