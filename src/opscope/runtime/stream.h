@@ -136,6 +136,7 @@ class Stream {
   std::atomic<int> waiters_{0};  // read at every retirement, written only by waiters
   std::atomic<uint64_t> waited_{0};  // the largest seq wait_for was called for
   std::atomic<uint32_t> retire_epoch_{0};  // futex word: bumped at every retirement
+  std::atomic<uint64_t> wake_at_{UINT64_MAX};  // the least seq a sleeping waiter waits for
   alignas(64) std::atomic<bool> failed_{false};
   std::string error_;  // guarded by m_
 };
