@@ -118,15 +118,6 @@ namespace {
 using namespace opscope::compiler;
 using namespace opscope::compiler::testing;
 
-int view(Graph& g, int x, const Shape& s, const Strides& st, int64_t offset) {
-  Attrs a;
-  a.offset = offset;
-  return g.add(OpKind::as_strided, {x}, s, g.values[x].dtype, a, st);
-}
-int bmm(Graph& g, int a, int b) {
-  const Shape &sa = g.values[a].shape, &sb = g.values[b].shape;
-  return g.add(OpKind::matmul, {a, b}, Shape{sa[0], sa[1], sb[2]}, g.values[a].dtype);
-}
 int softmax_last(Graph& g, int x) {
   Attrs a;
   a.axis = g.values[x].shape.size() - 1;

@@ -62,6 +62,18 @@ inline Graph rms_norm_graph(const Shape& xs, DType dt = DType::f32, double eps =
   return g;
 }
 
+// A view of x (as_strided) with these strides, `offset` elements past x's start.
+inline int view(Graph& g, int x, const Shape& s, const Strides& st, int64_t offset) {
+  Attrs a;
+  a.offset = offset;
+  return g.add(OpKind::as_strided, {x}, s, g.values[x].dtype, a, st);
+}
+// A batched matmul of 3-d values.
+inline int bmm(Graph& g, int a, int b) {
+  const Shape &sa = g.values[a].shape, &sb = g.values[b].shape;
+  return g.add(OpKind::matmul, {a, b}, Shape{sa[0], sa[1], sb[2]}, g.values[a].dtype);
+}
+
 inline int count_kind(const Graph& g, OpKind k) {
   int n = 0;
   for (const Node& node : g.nodes) n += node.kind == k;

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <new>
 
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/norm.h"
 #include "opscope/kernels/cpu/sgemm.h"
+#include "opscope/kernels/cpu/thread_row.h"
 
 namespace opscope::cpu_kernels {
 
@@ -15,24 +15,6 @@ namespace {
 
 // Scores a core keeps for one work unit: query rows x Tk floats, about L2's share of them.
 constexpr int64_t kScoreFloats = int64_t(1) << 15;
-
-// This thread's scores, grown and never shrunk (one allocation per core, not per call).
-float* thread_scores(int64_t n) {
-  struct Buffer {
-    float* p = nullptr;
-    int64_t n = 0;
-    ~Buffer() { ::operator delete(p, std::align_val_t(64)); }
-  };
-  thread_local Buffer buf;
-  if (n > buf.n) {
-    ::operator delete(buf.p, std::align_val_t(64));
-    buf.p = nullptr;
-    buf.n = 0;
-    buf.p = static_cast<float*>(::operator new(size_t(n) * sizeof(float), std::align_val_t(64)));
-    buf.n = n;
-  }
-  return buf.p;
-}
 
 // A step's operand as the kernel reads it: for head h (of BH), row i and column j, the
 // element at base[h] + i * row + j * col.
@@ -166,7 +148,7 @@ LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, 
   spec.body = [=, ss = std::move(ss)](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) {
       const int64_t h = u / blocks, i0 = (u % blocks) * rows, m = std::min(rows, Tq - i0);
-      float* s = thread_scores(rows * Tk);
+      float* s = thread_row(rows * Tk);  // softmax_rows_inplace does not use it
       // i0 is a row offset of q: rows step by lda untransposed, by 1 transposed
       const float* qa = mq.data + h * mq.batch + i0 * (mq.how.trans ? 1 : mq.how.ld);
       sgemm("attention", mq.how.trans, mk.how.trans, m, Tk, D, qa, mq.how.ld, mk.data + h * mk.batch, mk.how.ld, 0.0f,

@@ -6,11 +6,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <new>
 
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/reduce.h"
 #include "opscope/kernels/cpu/stream_store.h"
+#include "opscope/kernels/cpu/thread_row.h"
 #include "opscope/kernels/cpu/vec_math.inc"
 
 namespace opscope::cpu_kernels {
@@ -86,26 +86,6 @@ template <class T, class G, class... S> inline void map_row(T* y, int64_t n, boo
   if (i == n) return;
   f32x16 v = g(load_f32x16_tail(src + i, n - i, 0.0f)...);
   for (int64_t j = 0; i + j < n; ++j) y[i + j] = from_f32<T>(v[j]);
-}
-
-// An f32 row of n, 64-byte aligned: this thread's, grown and never shrunk, so that the
-// launches on a core reuse one allocation rather than make one per call. A caller holds
-// it until it returns and calls no other user of it meanwhile.
-float* thread_row(int64_t n) {
-  struct Buffer {
-    float* p = nullptr;
-    int64_t n = 0;
-    ~Buffer() { ::operator delete(p, std::align_val_t(64)); }
-  };
-  thread_local Buffer buf;
-  if (n > buf.n) {
-    ::operator delete(buf.p, std::align_val_t(64));
-    buf.p = nullptr;  // (should the allocation below throw)
-    buf.n = 0;
-    buf.p = static_cast<float*>(::operator new(size_t(n) * sizeof(float), std::align_val_t(64)));
-    buf.n = n;
-  }
-  return buf.p;
 }
 
 int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kMinElemsPerCore / std::max<int64_t>(n, 1)); }
