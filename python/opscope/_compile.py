@@ -475,6 +475,7 @@ class _Plan:
         # Values that read the state: computed again when a state tensor changes.
         self._stateful_kept = [n for n in nodes if n in self.folded and n in self.stateful]
         self._state_deps = [n for n in self.state if any(u in self.stateful for u in n.users)]
+        self._state_dep_at = [self.state.index(n) for n in self._state_deps]  # their places in `flat`
         self._state_key = None
         out = next(n for n in nodes if n.op == "output").args[0]
         stateful = {n: i for i, n in enumerate(self._stateful_kept)}
@@ -486,11 +487,10 @@ class _Plan:
         computed again when one of those tensors is another or was changed in place."""
         if not self._stateful_kept:
             return ()
-        index = {n: i for i, n in enumerate(self.state)}
-        key = tuple((id(flat[index[n]]), flat[index[n]]._version) for n in self._state_deps)
+        key = tuple((id(flat[i]), flat[i]._version) for i in self._state_dep_at)
         if key != self._state_key:
             env = dict(self._const_env)
-            env.update({n: flat[index[n]] for n in self.state})
+            env.update(zip(self.state, flat))  # flat starts with the state, in order
             env = self._fold(env, self.stateful)
             self._state_values = [env[n] for n in self._stateful_kept]
             self._state_key = key
