@@ -86,6 +86,10 @@ def test_a_compiled_model_keeps_its_module_rows(dev, tmp_path):
     norm = next(v for k, v in origins.items() if "rsqrt" in k)
     assert {"aten::pow", "aten::mean", "aten::rsqrt", "aten::mul"} <= set(norm["ops"]), norm
     assert any(m.endswith("attention_norm") or m.endswith("ffn_norm") for m in norm["modules"]), norm
+    # So do those of the attention kernel, one node made of attention's matmuls and softmax.
+    att = origins["attention_f32"]
+    assert {"aten::bmm", "aten::_softmax"} <= set(att["ops"]), att
+    assert any(m.endswith(".attention") for m in att["modules"]), att
     # The table's row of that kernel names them: the Origins column.
     name = next(k for k in origins if "rsqrt" in k)
     table = prof.key_averages().table(sort_by="device_time_total", row_limit=0, wide=True)

@@ -228,6 +228,12 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
     if (c == OpClass::source || c == OpClass::view) continue;
     exe.scopes[i] = launch_scope(g.origins_of(n));
     if (n.kind == OpKind::fused) register_kernel_origins(n.attrs.kernel->name, g.origins_of(n), exe.scopes[i].shared);
+    // The library kernels a pass made of several ops name them too (an unpacked epilogue
+    // matmul runs as matmul_f32 and its activation, which name themselves).
+    if (n.kind == OpKind::attention) register_kernel_origins("attention_f32", g.origins_of(n), exe.scopes[i].shared);
+    if (n.kind == OpKind::matmul && n.attrs.epilogue && po.pack)
+      register_kernel_origins(fmt::format("matmul_packed_{}_f32", op_name(*n.attrs.epilogue)), g.origins_of(n),
+                              exe.scopes[i].shared);
   }
 
   // codegen
