@@ -134,9 +134,12 @@ LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, 
   };
   std::vector<Step> ss;
   for (const ScoreStep& s : steps) ss.push_back({s, s.operand ? broadcast_operand(*s.operand, scores) : Operand{}});
-  const int64_t rows = std::clamp<int64_t>(kScoreFloats / std::max<int64_t>(Tk, 1), 1, std::max<int64_t>(Tq, 1));
-  const int64_t blocks = (Tq + rows - 1) / rows;
+  // Query rows per unit: as many as fit kScoreFloats, in blocks of equal size (197 rows of
+  // a ViT head as 99 + 98, not 166 + 31).
+  const int64_t most = std::clamp<int64_t>(kScoreFloats / std::max<int64_t>(Tk, 1), 1, std::max<int64_t>(Tq, 1));
+  const int64_t blocks = (Tq + most - 1) / most, rows = std::max<int64_t>(1, (Tq + blocks - 1) / std::max<int64_t>(blocks, 1));
   float* op = out.data<float>();
+  const int64_t ld = (Tk + 15) / 16 * 16;  // score rows start on cache lines (197 keys: 208 apart)
 
   LaunchSpec spec;
   spec.name = "attention_f32";
@@ -148,19 +151,19 @@ LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, 
   spec.body = [=, ss = std::move(ss)](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) {
       const int64_t h = u / blocks, i0 = (u % blocks) * rows, m = std::min(rows, Tq - i0);
-      float* s = thread_row(rows * Tk);  // softmax_rows_inplace does not use it
+      float* s = thread_row(rows * ld);  // softmax_rows_inplace does not use it
       // i0 is a row offset of q: rows step by lda untransposed, by 1 transposed
       const float* qa = mq.data + h * mq.batch + i0 * (mq.how.trans ? 1 : mq.how.ld);
       sgemm("attention", mq.how.trans, mk.how.trans, m, Tk, D, qa, mq.how.ld, mk.data + h * mk.batch, mk.how.ld, 0.0f,
-            s, Tk);
+            s, ld);
       for (int64_t i = 0; i < m; ++i)
         for (const Step& st : ss) {
           const Operand& o = st.operand;
           const float* x = o.data ? o.data + o.base[size_t(h)] + (i0 + i) * o.row : nullptr;
-          apply(st.step, s + i * Tk, Tk, x, o.col);
+          apply(st.step, s + i * ld, Tk, x, o.col);
         }
-      softmax_rows_inplace(s, m, Tk, Tk);
-      sgemm("attention", false, mv.how.trans, m, Dv, Tk, s, Tk, mv.data + h * mv.batch, mv.how.ld, 0.0f,
+      softmax_rows_inplace(s, m, Tk, ld);
+      sgemm("attention", false, mv.how.trans, m, Dv, Tk, s, ld, mv.data + h * mv.batch, mv.how.ld, 0.0f,
             op + h * o_head + i0 * o_row, std::max(o_row, Dv));
     }
   };
