@@ -66,22 +66,16 @@ int through_reshape(const Graph& g, const std::vector<std::vector<int>>& uses, i
   return r.inputs[0];
 }
 
-std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& uses, const Node& sm) {
-  Match m;
-  int z = sm.inputs[0];
-  const Value& zv = g.values[size_t(z)];
-  if (zv.dtype != DType::f32 || zv.shape.size() < 2 || sm.attrs.axis != zv.shape.size() - 1 || !single_use(uses, z))
-    return {};
-  m.scores = zv.shape;
-  // Backwards from the softmax: the steps, then the first matmul.
+// Backwards from the softmax's input z: the steps (numbered in order), the first matmul, and
+// a scalar scale of q read by that matmul alone. False where the chain is not attention's.
+bool match_scores(const Graph& g, const std::vector<std::vector<int>>& uses, int z, Match& m) {
   std::vector<ScoreStep> back;
   int run = z;
   for (;;) {
     const Node& p = g.producer(run);
     if (op_class(p.kind) != OpClass::binary || g.values[size_t(run)].shape != m.scores) break;
-    int prev = single_use(uses, p.inputs[0]) && g.values[size_t(p.inputs[0])].shape == m.scores ? p.inputs[0]
-               : single_use(uses, p.inputs[1]) && g.values[size_t(p.inputs[1])].shape == m.scores ? p.inputs[1]
-                                                                                                   : -1;
+    auto full = [&](int x) { return single_use(uses, x) && g.values[size_t(x)].shape == m.scores; };
+    int prev = full(p.inputs[0]) ? p.inputs[0] : full(p.inputs[1]) ? p.inputs[1] : -1;
     if (prev < 0) break;
     auto st = step_of(g, p, prev, m.scores);
     if (!st) break;
@@ -91,7 +85,7 @@ std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& 
   }
   run = through_reshape(g, uses, run, m);
   const Node& s = g.producer(run);
-  if (s.kind != OpKind::matmul || s.inputs.size() != 2 || s.attrs.epilogue || !single_use(uses, run)) return {};
+  if (s.kind != OpKind::matmul || s.inputs.size() != 2 || s.attrs.epilogue || !single_use(uses, run)) return false;
   m.removed.push_back(g.values[size_t(run)].node);
   m.q = s.inputs[0];
   m.kt = s.inputs[1];
@@ -109,13 +103,16 @@ std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& 
   m.steps.assign(back.rbegin(), back.rend());
   for (ScoreStep& st : m.steps) {  // operands numbered in the order the steps read them
     if (st.input < 0) continue;
-    auto at = std::find(m.operands.begin(), m.operands.end(), st.input);
-    if (at == m.operands.end()) m.operands.push_back(st.input);
+    if (std::find(m.operands.begin(), m.operands.end(), st.input) == m.operands.end()) m.operands.push_back(st.input);
     st.input = 3 + int(std::find(m.operands.begin(), m.operands.end(), st.input) - m.operands.begin());
   }
-  // Forwards from the softmax: the second matmul.
+  return true;
+}
+
+// Forwards from the softmax: [a reshape, then] the matmul by v; v, or -1.
+int match_output(const Graph& g, const std::vector<std::vector<int>>& uses, const Node& sm, Match& m) {
   int p = sm.outputs[0];
-  if (!single_use(uses, p)) return {};
+  if (!single_use(uses, p)) return -1;
   const Node* after = &g.nodes[size_t(uses[size_t(p)][0])];
   if (order_keeping_reshape(g, *after) && single_use(uses, after->outputs[0])) {
     m.removed.push_back(uses[size_t(p)][0]);
@@ -123,8 +120,19 @@ std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& 
     after = &g.nodes[size_t(uses[size_t(p)][0])];
   }
   if (after->kind != OpKind::matmul || after->inputs.size() != 2 || after->attrs.epilogue || after->inputs[0] != p)
+    return -1;
+  return after->inputs[1];
+}
+
+std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& uses, const Node& sm) {
+  Match m;
+  int z = sm.inputs[0];
+  const Value& zv = g.values[size_t(z)];
+  if (zv.dtype != DType::f32 || zv.shape.size() < 2 || sm.attrs.axis != zv.shape.size() - 1 || !single_use(uses, z))
     return {};
-  m.v = after->inputs[1];
+  m.scores = zv.shape;
+  if (!match_scores(g, uses, z, m) || (m.v = match_output(g, uses, sm, m)) < 0) return {};
+  // The heads as sgemm reads them, and the scores' shape theirs.
   const Value &q = g.values[size_t(m.q)], &k = g.values[size_t(m.kt)], &v = g.values[size_t(m.v)];
   if (!gemm_ready(q) || !gemm_ready(k) || !gemm_ready(v) || v.shape[0] != q.shape[0] || k.shape[0] != q.shape[0])
     return {};
