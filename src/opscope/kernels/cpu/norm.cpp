@@ -135,7 +135,6 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
   end_stream(stream);
 }
 
-// Softmax over the middle axis of (K0, R, K1), for c <= kColBlock columns at x, y.
 }  // namespace
 
 void softmax_rows_inplace(float* x, int64_t rows, int64_t n, int64_t ld) {
@@ -148,6 +147,7 @@ void softmax_rows_inplace(float* x, int64_t rows, int64_t n, int64_t ld) {
 
 namespace {
 
+// Softmax over the middle axis of (K0, R, K1), for c <= kColBlock columns at x, y.
 template <class T> void softmax_cols(const T* x, T* y, int64_t R, int64_t K1, int64_t c) {
   float m[kColBlock], s[kColBlock] = {};
   for (int64_t j = 0; j < c; ++j) m[j] = to_f32(x[j]);
