@@ -42,6 +42,18 @@ def test_compiled_model_equals_eager(name, dev):
         assert compiled.report(*xs), "nothing was compiled"
 
 
+@pytest.mark.parametrize("name", ["gpt2", "transformer_encoder", "vit_b_16"])
+def test_compiled_attention_is_one_node_without_copies(name, dev):
+    """Each layer's attention (two matmuls, scale, mask, softmax) is one attention node in the
+    compiled graph, and no copy is left: MultiheadAttention's q/k/v `.contiguous()` heads
+    are read strided, and the heads go back to token order as the kernel writes them."""
+    _, compiled, xs, want, got = run_both(name, dev)
+    graph = "\n".join(r.compiled_graph for r in compiled.report(*xs))
+    assert graph.count("= attention(") == 2, graph  # the small configs have two layers
+    assert "softmax(" not in graph and "= clone(" not in graph and "= contiguous(" not in graph, graph
+    assert rel_error(got, want) <= 1e-5
+
+
 def test_a_compiled_model_keeps_its_module_rows(dev, tmp_path):
     _, compiled, xs, _, _ = run_both("llama", dev)
     with profile(experimental_config=Config(output_dir=str(tmp_path))) as prof:
