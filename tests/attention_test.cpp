@@ -11,6 +11,7 @@
 #include "opscope/compiler/passes.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/attention.h"
+#include "opscope/kernels/cpu/sgemm.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/runtime.h"
@@ -76,24 +77,32 @@ TEST(Attention, EqualsItsOpsOnStridedHeadsAndBroadcastMasks) {
   Tensor want = matmul(softmax(s, -1).reshape({B * H, T, Tk}), v);
   EXPECT_LE(max_rel_error(got, want), 1e-5);
 
+  // An operand broadcast along the keys (one value a query row): the row's scores shift alike.
+  Tensor per_row = randn({1, 1, T, 1}, 6);
+  std::vector<ScoreStep> shift(1);
+  shift[0].op = ScoreStep::Op::add, shift[0].operand = &per_row;
+  Tensor shifted = run_attention(q, kt, v, shift, scores);
+  Tensor s_shift = add(matmul(q, kt).reshape(scores), per_row);
+  EXPECT_LE(max_rel_error(shifted, matmul(softmax(s_shift, -1).reshape({B * H, T, Tk}), v)), 1e-5);
+
   // q stored transposed (its rows one element apart), no steps
   Tensor qt = randn({B * H, D, T}, 5).transpose(1, 2);
   Tensor plain = run_attention(qt, kt, v, {}, {B * H, T, Tk});
   EXPECT_LE(max_rel_error(plain, matmul(softmax(matmul(qt, kt), -1), v)), 1e-5);
 }
 
-TEST(Attention, GemmOperandReadsEitherDenseDim) {
-  auto rows = cpu_kernels::gemm_operand(4, 8, 16, 1);  // rows 16 apart
+TEST(Attention, SgemmLayoutReadsEitherDenseDim) {
+  auto rows = cpu_kernels::sgemm_layout(4, 8, 16, 1);  // rows 16 apart
   ASSERT_TRUE(rows);
   EXPECT_FALSE(rows->trans);
   EXPECT_EQ(rows->ld, 16);
-  auto cols = cpu_kernels::gemm_operand(4, 8, 1, 12);  // columns 12 apart: read transposed
+  auto cols = cpu_kernels::sgemm_layout(4, 8, 1, 12);  // columns 12 apart: read transposed
   ASSERT_TRUE(cols);
   EXPECT_TRUE(cols->trans);
   EXPECT_EQ(cols->ld, 12);
-  EXPECT_FALSE(cpu_kernels::gemm_operand(4, 8, 16, 2));  // neither dim dense
-  EXPECT_FALSE(cpu_kernels::gemm_operand(4, 8, 4, 1));   // rows overlap
-  EXPECT_TRUE(cpu_kernels::gemm_operand(1, 8, 0, 1));    // one row: its stride unused
+  EXPECT_FALSE(cpu_kernels::sgemm_layout(4, 8, 16, 2));  // neither dim dense
+  EXPECT_FALSE(cpu_kernels::sgemm_layout(4, 8, 4, 1));   // rows overlap
+  EXPECT_TRUE(cpu_kernels::sgemm_layout(1, 8, 0, 1));    // one row: its stride unused
 }
 
 TEST(Attention, ShapesThatDoNotChainAreRefusedByName) {

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "opscope/compiler/passes.h"
-#include "opscope/kernels/cpu/attention.h"
+#include "opscope/kernels/cpu/sgemm.h"
 
 namespace opscope::compiler {
 
@@ -30,7 +30,7 @@ bool single_use(const std::vector<std::vector<int>>& uses, int v) {
 // A 3-d f32 value sgemm can read as a batch of matrices, none of its dims empty.
 bool gemm_ready(const Value& v) {
   if (v.dtype != DType::f32 || v.shape.size() != 3 || v.shape.numel() == 0) return false;
-  return cpu_kernels::gemm_operand(v.shape[1], v.shape[2], v.strides[1], v.strides[2]).has_value();
+  return cpu_kernels::sgemm_layout(v.shape[1], v.shape[2], v.strides[1], v.strides[2]).has_value();
 }
 
 bool broadcasts_to(const Shape& s, const Shape& to) {

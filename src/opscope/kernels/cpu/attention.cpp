@@ -5,8 +5,10 @@
 #include <algorithm>
 
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/norm.h"
 #include "opscope/kernels/cpu/sgemm.h"
+#include "opscope/kernels/cpu/strided.h"
 #include "opscope/kernels/cpu/thread_row.h"
 
 namespace opscope::cpu_kernels {
@@ -27,36 +29,24 @@ struct Operand {
 Operand broadcast_operand(const Tensor& t, const Shape& scores) {
   const int n = scores.size(), m = t.ndim();
   if (t.dtype() != DType::f32 || m > n) fail("attention", "a score operand must be f32 of at most {} dims, got {} {}", n, dtype_name(t.dtype()), t.shape().str());
-  std::vector<int64_t> st(size_t(n), 0);
-  for (int d = 0; d < m; ++d) {
-    int64_t size = t.shape()[d], want = scores[n - m + d];
-    if (size != 1 && size != want)
+  for (int d = 0; d < m; ++d)
+    if (t.shape()[d] != 1 && t.shape()[d] != scores[n - m + d])
       fail("attention", "a score operand of shape {} does not broadcast to the scores' {}", t.shape().str(), scores.str());
-    st[size_t(n - m + d)] = size == 1 ? 0 : t.strides()[d];
-  }
+  const Strides st = broadcast_strides(t, scores);
   Operand o;
   o.data = t.data<float>();
-  o.row = st[size_t(n - 2)];
-  o.col = st[size_t(n - 1)];
+  o.row = st[n - 2];
+  o.col = st[n - 1];
   int64_t heads = 1;
   for (int d = 0; d < n - 2; ++d) heads *= scores[d];
   o.base.resize(size_t(heads));
-  for (int64_t h = 0; h < heads; ++h) {  // h unravelled over the leading dims
-    int64_t rest = h, off = 0;
-    for (int d = n - 3; d >= 0; --d) {
-      off += (rest % scores[d]) * st[size_t(d)];
-      rest /= scores[d];
-    }
-    o.base[size_t(h)] = off;
-  }
+  for (int64_t h = 0; h < heads; ++h) o.base[size_t(h)] = offset_of(h, scores, st, n - 2);  // over the leading dims
   return o;
 }
 
 template <class F> inline void each(float* s, int64_t n, const float* x, int64_t col, F f) {
   if (col == 1)
     for (int64_t j = 0; j < n; ++j) s[j] = f(s[j], x[j]);
-  else if (col == 0)
-    for (int64_t j = 0, v = 0; j < n; ++j) s[j] = f(s[j], x[v]);
   else
     for (int64_t j = 0; j < n; ++j) s[j] = f(s[j], x[j * col]);
 }
@@ -65,12 +55,13 @@ template <class F> inline void each_scalar(float* s, int64_t n, float x, F f) {
   for (int64_t j = 0; j < n; ++j) s[j] = f(s[j], x);
 }
 
-// One step on a row of n scores; x: the operand's row (null: the scalar).
+// One step on a row of n scores; x: the operand's row (null: the scalar), col its stride
+// (0: one value for the whole row, as the scalar).
 void apply(const ScoreStep& st, float* s, int64_t n, const float* x, int64_t col) {
   using Op = ScoreStep::Op;
   auto run = [&](auto f) {
-    if (x) each(s, n, x, col, f);
-    else each_scalar(s, n, st.scalar, f);
+    if (x && col != 0) each(s, n, x, col, f);
+    else each_scalar(s, n, x ? x[0] : st.scalar, f);
   };
   if (!st.swap) {
     switch (st.op) {
@@ -91,25 +82,18 @@ void apply(const ScoreStep& st, float* s, int64_t n, const float* x, int64_t col
 struct Matrix {
   const float* data;
   int64_t batch;  // stride between heads
-  GemmOperand how;
+  SgemmLayout how;
 };
 
 Matrix matrix(const Tensor& t, const char* what) {
   if (t.dtype() != DType::f32 || t.ndim() != 3)
     fail("attention", "{} must be a 3-d f32 tensor, got {} {}", what, dtype_name(t.dtype()), t.shape().str());
-  auto how = gemm_operand(t.shape()[1], t.shape()[2], t.strides()[1], t.strides()[2]);
+  auto how = sgemm_layout(t.shape()[1], t.shape()[2], t.strides()[1], t.strides()[2]);
   if (!how) fail("attention", "{} {} with strides {} has no dense dim", what, t.shape().str(), t.strides().str());
   return {t.data<float>(), t.shape()[0] == 1 ? 0 : t.strides()[0], *how};
 }
 
 }  // namespace
-
-std::optional<GemmOperand> gemm_operand(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
-  const int64_t r = std::max<int64_t>(rows, 1), c = std::max<int64_t>(cols, 1);
-  if ((c == 1 || col_stride == 1) && (r == 1 || row_stride >= c)) return GemmOperand{false, r == 1 ? c : row_stride};
-  if ((r == 1 || row_stride == 1) && (c == 1 || col_stride >= r)) return GemmOperand{true, c == 1 ? r : col_stride};
-  return std::nullopt;
-}
 
 LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, const Tensor& v,
                           const std::vector<ScoreStep>& steps, const Shape& scores) {
@@ -142,7 +126,7 @@ LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, 
   const int64_t ld = (Tk + 15) / 16 * 16;  // score rows start on cache lines (197 keys: 208 apart)
 
   LaunchSpec spec;
-  spec.name = "attention_f32";
+  spec.name = kAttentionKernel;
   spec.work = BH * blocks;
   spec.grain = 1;
   spec.bytes = q.nbytes() + kt.nbytes() + v.nbytes() + out.nbytes();

@@ -6,7 +6,6 @@
 // (compiler/fuse_attention.cpp).
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "opscope/runtime/launch.h"
@@ -24,18 +23,13 @@ struct ScoreStep {
   const Tensor* operand = nullptr;  // null: the scalar
 };
 
-// How sgemm reads a (rows x cols) matrix with these strides: transposed or not, and its
-// row stride as stored. None when neither dim is dense.
-struct GemmOperand {
-  bool trans = false;
-  int64_t ld = 0;
-};
-std::optional<GemmOperand> gemm_operand(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride);
+// The name its launches carry.
+inline constexpr const char* kAttentionKernel = "attention_f32";
 
 // out (BH, Tq, Dv), rows dense, = softmax(steps(q @ kt), last axis) @ v, with q (BH, Tq, D),
-// kt (BH, D, Tk) and v (BH, Tk, Dv) f32 in any batch strides, each matrix with a dense
-// dim (gemm_operand). `scores` is the shape the steps' operands broadcast to: its last two
-// dims Tq and Tk, the product of the others BH. Throws "[attention] ..." for anything else.
+// kt (BH, D, Tk) and v (BH, Tk, Dv) f32 in any batch strides, each matrix with a dense dim
+// (sgemm_layout, sgemm.h). `scores` is the shape the steps' operands broadcast to: its last
+// two dims Tq and Tk, the product of the others BH. Throws "[attention] ..." for anything else.
 LaunchSpec attention_spec(const Tensor& out, const Tensor& q, const Tensor& kt, const Tensor& v,
                           const std::vector<ScoreStep>& steps, const Shape& scores);
 

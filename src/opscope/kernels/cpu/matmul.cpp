@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "opscope/core/error.h"
@@ -11,6 +12,7 @@
 #include "opscope/kernels/cpu/gemv.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/sgemm.h"
+#include "opscope/kernels/cpu/strided.h"
 #include "opscope/runtime/device.h"
 
 namespace opscope::cpu_kernels {
@@ -23,34 +25,10 @@ constexpr int64_t kMinFlopsPerCore = int64_t(1) << 21;  // below this a second c
 // same rows of A for each block (128x2048 by 2048x512 ran at 0.6x the rate of 256-column calls).
 constexpr int64_t kMinBlocksPerCall = 4;
 
-// How sgemm sees a matrix whose element (i, j) is at i * s_r + j * s_c.
-struct Layout {
-  bool ok = false;
-  bool trans = false;
-  int64_t ld = 1;
-};
-
-Layout layout_of(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
-  // Size-1 dims have meaningless strides; ld only has to satisfy BLAS's lower bound there.
-  if ((cols == 1 || s_c == 1) && (rows == 1 || s_r >= std::max<int64_t>(cols, 1)))
-    return {true, false, rows == 1 ? std::max<int64_t>(cols, 1) : s_r};
-  if ((rows == 1 || s_r == 1) && (cols == 1 || s_c >= std::max<int64_t>(rows, 1)))
-    return {true, true, cols == 1 ? std::max<int64_t>(rows, 1) : s_c};
-  return {};
-}
-
-Layout layout_of(const Tensor& m) {
+// How sgemm sees the last two dims of m.
+std::optional<SgemmLayout> layout_of(const Tensor& m) {
   int n = m.ndim();
-  return layout_of(m.shape()[n - 2], m.shape()[n - 1], m.strides()[n - 2], m.strides()[n - 1]);
-}
-
-int64_t offset_of(int64_t idx, const Shape& s, const Strides& st, int nd) {
-  int64_t off = 0;
-  for (int d = nd - 1; d >= 0; --d) {
-    off += (idx % s[d]) * st[d];
-    idx /= s[d];
-  }
-  return off;
+  return sgemm_layout(m.shape()[n - 2], m.shape()[n - 1], m.strides()[n - 2], m.strides()[n - 1]);
 }
 
 // One operand matrix: base pointer and element strides.
@@ -102,7 +80,7 @@ template <class T> void add_bias(T*, const float*, int64_t) {}
 
 }  // namespace
 
-bool blas_compatible(const Tensor& m) { return m.ndim() >= 2 && layout_of(m).ok; }
+bool blas_compatible(const Tensor& m) { return m.ndim() >= 2 && layout_of(m).has_value(); }
 
 LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias) {
   if (bias && (out.dtype() != DType::f32 || bias->dtype() != DType::f32))
@@ -161,7 +139,11 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b, cons
   const int64_t cores = std::max(1, out.device().num_cores());
   spec.grain = std::max(spec.grain, std::min(kMinBlocksPerCall, (spec.work + cores - 1) / cores));
   if (out.dtype() == DType::f32) {
-    Layout la = layout_of(a), lb = layout_of(b);
+    std::optional<SgemmLayout> oa = layout_of(a), ob = layout_of(b);
+    if (!oa || !ob)
+      fail("matmul", "internal: f32 operands with strides {} and {} that sgemm cannot read", a.strides().str(),
+           b.strides().str());
+    const SgemmLayout la = *oa, lb = *ob;
     const float* ap = a.data<float>();
     const float* bp = b.data<float>();
     float* cp = out.data<float>();

@@ -4,6 +4,7 @@
 // oneDNN's AVX-512 kernels reach on the same core (docs/BENCHMARKS.md, "sgemm").
 #pragma once
 #include <cstdint>
+#include <optional>
 
 namespace opscope::cpu_kernels {
 
@@ -13,5 +14,14 @@ namespace opscope::cpu_kernels {
 // in the error a failed call raises.
 void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// How sgemm reads a (rows x cols) matrix whose element (i, j) is at i * row_stride +
+// j * col_stride: transposed or not, and its row stride as stored. None where neither dim
+// is dense or the rows overlap (the caller copies it first).
+struct SgemmLayout {
+  bool trans = false;
+  int64_t ld = 1;
+};
+std::optional<SgemmLayout> sgemm_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride);
 
 }  // namespace opscope::cpu_kernels

@@ -9,6 +9,16 @@
 
 namespace opscope::cpu_kernels {
 
+// The offset of element `idx` (row-major) of the first nd dims of shape s, strides st.
+inline int64_t offset_of(int64_t idx, const Shape& s, const Strides& st, int nd) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; --d) {
+    off += (idx % s[d]) * st[d];
+    idx /= s[d];
+  }
+  return off;
+}
+
 template <int N>
 struct Operands {
   std::array<Strides, N> strides;  // per operand, same rank as the shape (0 = broadcast)
