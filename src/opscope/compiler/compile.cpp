@@ -21,9 +21,11 @@
 #include "opscope/compiler/hash.h"
 #include "opscope/compiler/origins.h"
 #include "opscope/compiler/kernel.h"
+#include "opscope/compiler/packed_weights.h"
 #include "opscope/compiler/pipeline.h"
 #include "opscope/compiler/tracer.h"
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/attention.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/cuda.h"
 #include "opscope/runtime/op_scope.h"
@@ -230,10 +232,10 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
     if (n.kind == OpKind::fused) register_kernel_origins(n.attrs.kernel->name, g.origins_of(n), exe.scopes[i].shared);
     // The library kernels a pass made of several ops name them too (an unpacked epilogue
     // matmul runs as matmul_f32 and its activation, which name themselves).
-    if (n.kind == OpKind::attention) register_kernel_origins("attention_f32", g.origins_of(n), exe.scopes[i].shared);
+    if (n.kind == OpKind::attention)
+      register_kernel_origins(cpu_kernels::kAttentionKernel, g.origins_of(n), exe.scopes[i].shared);
     if (n.kind == OpKind::matmul && n.attrs.epilogue && po.pack)
-      register_kernel_origins(fmt::format("matmul_packed_{}_f32", op_name(*n.attrs.epilogue)), g.origins_of(n),
-                              exe.scopes[i].shared);
+      register_kernel_origins(packed_kernel_name(g, n), g.origins_of(n), exe.scopes[i].shared);
   }
 
   // codegen

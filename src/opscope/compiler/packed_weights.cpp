@@ -35,6 +35,10 @@ cpu_kernels::Epilogue epilogue_of(const Node& n) {
 
 bool is_matmul_epilogue(OpKind k) { return epilogue_for(k).has_value(); }
 
+std::string packed_kernel_name(const Graph& g, const Node& matmul) {
+  return cpu_kernels::PackedMatmul::kernel_name(epilogue_of(matmul), g.values[size_t(matmul.outputs[0])].dtype);
+}
+
 PackedWeights::PackedWeights(const Graph& g) : weight_(g.nodes.size(), 0), entries_(g.nodes.size()) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "opscope/compiler/graph.h"
@@ -20,6 +21,8 @@ namespace opscope::compiler {
 
 // The activations oneDNN's matmul can apply in its launch (a matmul node's attrs.epilogue).
 bool is_matmul_epilogue(OpKind k);
+// The kernel a matmul node with an epilogue runs as where its weight is packed, by name.
+std::string packed_kernel_name(const Graph& g, const Node& matmul);
 
 class PackedWeights {
  public:

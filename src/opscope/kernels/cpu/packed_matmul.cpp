@@ -145,13 +145,17 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   return p;
 }
 
+std::string PackedMatmul::kernel_name(Epilogue epilogue, DType dtype) {
+  return fmt::format("matmul_packed{}_{}", epilogue_op(epilogue).suffix, dtype_name(dtype));
+}
+
 LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* bias) const {
   if (a.shape() != a_shape_ || a.strides() != a_strides_ || out.shape() != out_shape_ || !out.is_contiguous() ||
       bool(bias) != bias_ || a.dtype() != dtype_ || out.dtype() != dtype_)
     fail("matmul", "internal: packed weights were made for a {} with strides {}, not {} with strides {}",
          a_shape_.str(), a_strides_.str(), a.shape().str(), a.strides().str());
   LaunchSpec spec;
-  spec.name = fmt::format("matmul_packed{}_{}", epilogue_op(epilogue_).suffix, dtype_name(dtype_));
+  spec.name = kernel_name(epilogue_, dtype_);
   spec.work = int64_t(chunks_.size());
   spec.grain = 1;
   spec.flops = 2 * m_ * n_ * k_;

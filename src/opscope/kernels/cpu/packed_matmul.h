@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "opscope/runtime/launch.h"
@@ -33,6 +34,8 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   // make() saw (out contiguous); any other layout is refused with an error naming matmul.
   LaunchSpec spec(const Tensor& out, const Tensor& a, const Tensor* bias) const;
   const Shape& out_shape() const { return out_shape_; }
+  // The name its launches carry: "matmul_packed_f32", "matmul_packed_gelu_f32", ...
+  static std::string kernel_name(Epilogue epilogue, DType dtype);
 
  private:
   struct Chunk;
