@@ -3,34 +3,30 @@
 // readers take the strides. nn.MultiheadAttention traces q.contiguous().view(T, B*H, hd) for
 // each of q, k and v: three copies a layer of the in-projection's columns, which the batched
 // matmuls read strided (as GPT-2's split heads already are).
+#include <array>
 #include <optional>
 #include <utility>
 
 #include "opscope/compiler/passes.h"
+#include "opscope/kernels/cpu/elementwise.h"
 
 namespace opscope::compiler {
 
 namespace {
 
-// A value's layout as dims of size > 1, adjacent ones merged where their strides allow:
-// the same elements in the same order, in as few dims as there can be.
+// A value's layout as dims of size > 1, adjacent ones merged where their strides allow
+// (the elementwise kernels' coalesce): the same elements in the same order, in as few dims
+// as there can be.
 struct Layout {
-  std::vector<int64_t> size, stride;
+  Shape size;
+  Strides stride;
 };
 
 Layout canonical(const Value& v) {
-  Layout d;
-  for (int i = 0; i < v.shape.size(); ++i) {
-    int64_t n = v.shape[i], s = v.strides[i];
-    if (n == 1) continue;
-    if (!d.size.empty() && d.stride.back() == s * n) {
-      d.size.back() *= n;
-      d.stride.back() = s;
-    } else {
-      d.size.push_back(n);
-      d.stride.push_back(s);
-    }
-  }
+  Layout d{v.shape, {}};
+  std::array<Strides, 1> strides{v.strides};
+  cpu_kernels::coalesce<1>(d.size, strides);
+  d.stride = strides[0];
   return d;
 }
 
@@ -38,16 +34,16 @@ Layout canonical(const Value& v) {
 // any: each dim of the view must step within one dim of x's layout, and no digit of x's
 // index may carry into the next (then an index of the view maps to x's elements linearly).
 std::optional<std::pair<Strides, int64_t>> compose(const Layout& x, const Value& view, int64_t offset) {
-  const size_t k = x.size.size();
-  std::vector<int64_t> inner(k, 1);  // elements of contiguous(x) per step of x's dim i
-  for (size_t i = k; i-- > 1;) inner[i - 1] = inner[i] * x.size[i];
+  const int k = x.size.size();
+  std::vector<int64_t> inner(size_t(k), 1);  // elements of contiguous(x) per step of x's dim i
+  for (int i = k - 1; i > 0; --i) inner[size_t(i - 1)] = inner[size_t(i)] * x.size[i];
   // The offset's digit in each of x's dims, and then the most each dim's digit can reach.
-  std::vector<int64_t> top(k);
+  std::vector<int64_t> top(static_cast<size_t>(k));
   int64_t rest = offset, at = 0;
-  for (size_t i = 0; i < k; ++i) {
-    top[i] = rest / inner[i];
-    rest %= inner[i];
-    at += top[i] * x.stride[i];
+  for (int i = 0; i < k; ++i) {
+    top[size_t(i)] = rest / inner[size_t(i)];
+    rest %= inner[size_t(i)];
+    at += top[size_t(i)] * x.stride[i];
   }
   if (k == 0 ? offset != 0 : (rest != 0 || top[0] >= x.size[0])) return std::nullopt;
   Strides out;
@@ -55,12 +51,14 @@ std::optional<std::pair<Strides, int64_t>> compose(const Layout& x, const Value&
     int64_t n = view.shape[d], s = view.strides[d];
     out.push_back(0);
     if (n == 1 || s == 0) continue;
-    size_t i = 0;
-    while (i < k && inner[i] > s) ++i;  // x's dim whose step s is: inner[i] <= s < inner[i - 1]
-    if (i == k || s % inner[i] != 0 || s / inner[i] >= x.size[i]) return std::nullopt;
-    top[i] += (n - 1) * (s / inner[i]);
-    if (top[i] >= x.size[i]) return std::nullopt;  // it would carry into dim i - 1
-    out[d] = (s / inner[i]) * x.stride[i];
+    int i = 0;
+    while (i < k && inner[size_t(i)] > s) ++i;  // x's dim whose step s is: inner[i] <= s < inner[i - 1]
+    if (i == k) return std::nullopt;
+    const int64_t step = s / inner[size_t(i)];
+    if (s % inner[size_t(i)] != 0 || step >= x.size[i]) return std::nullopt;
+    top[size_t(i)] += (n - 1) * step;
+    if (top[size_t(i)] >= x.size[i]) return std::nullopt;  // it would carry into dim i - 1
+    out[d] = step * x.stride[i];
   }
   return std::make_pair(out, at);
 }
