@@ -1,16 +1,13 @@
-// Timing for the benchmarks that run ops on the CPU device: wall seconds, and the best of
-// n runs of a function followed by a device synchronize (so queued kernels are counted).
+// Timing for the benchmarks that run ops on the CPU device: the best of n runs of a function
+// followed by a device synchronize (so queued kernels are counted). Wall seconds and
+// alternated timing: timing.h.
 #pragma once
 #include <algorithm>
-#include <chrono>
 
 #include "opscope/runtime/device.h"
+#include "timing.h"
 
 namespace opscope::bench {
-
-inline double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 template <class F>
 double best_of(int n, F&& fn) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_timing.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/runtime.h"
 #include "opscope/runtime/tensor.h"
@@ -18,8 +19,6 @@
 using namespace opscope;
 
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 struct Gaps {
   double between = 0, core_lag = 0;  // microseconds, mean over the launches
@@ -37,11 +36,11 @@ Gaps run(Device& dev, int chunks, double us, bool host_waits) {
     s.work = chunks;
     s.bytes = int64_t(64) << 20;  // as a large kernel: every core joins it
     s.body = [&start, &end, i, us](int64_t b, int64_t e) {
-      double t0 = now();
+      double t0 = bench::now_s();
       start[size_t(i * 2 + b)] = t0;
-      while (now() - t0 < us * 1e-6 * double(e - b)) {
+      while (bench::now_s() - t0 < us * 1e-6 * double(e - b)) {
       }
-      end[size_t(i * 2 + b)] = now();
+      end[size_t(i * 2 + b)] = bench::now_s();
     };
     runtime::launch(dev, std::move(s), {&t}, {&t});
   }

@@ -8,11 +8,11 @@
 // Prints GFLOP/s and each time ratio, and their geometric means.
 //   build/bench/matmul_paths
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
+#include "timing.h"
 #include "opscope/kernels/cpu/gemm_bf16.h"
 #include "opscope/kernels/cpu/onednn.h"
 #include "opscope/kernels/cpu/packed_matmul.h"
@@ -24,28 +24,10 @@ using namespace opscope;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
 struct Case {
   const char* what;
   int64_t m, n, k;
 };
-
-// Median seconds of a and of b over 9 alternated samples of `reps` calls each.
-template <class A, class B> std::pair<double, double> alternated(A a, B b, int reps) {
-  a(), b();
-  std::vector<double> ta, tb;
-  for (int i = 0; i < 9; ++i) {
-    double t0 = now();
-    for (int r = 0; r < reps; ++r) a();
-    double t1 = now();
-    for (int r = 0; r < reps; ++r) b();
-    double t2 = now();
-    ta.push_back((t1 - t0) / reps), tb.push_back((t2 - t1) / reps);
-  }
-  std::sort(ta.begin(), ta.end()), std::sort(tb.begin(), tb.end());
-  return {ta[4], tb[4]};
-}
 
 }  // namespace
 
@@ -73,7 +55,7 @@ int main() {
     const float* xp = x.data<float>();
     const float* wp = w.data<float>();
     float* op = out.data<float>();
-    auto [t_sgemm, t_packed] = alternated(
+    auto [t_sgemm, t_packed] = bench::alternated(
         [&] { cpu_kernels::sgemm("bench", false, true, s.m, s.n, s.k, xp, s.k, wp, s.k, 0.0f, op, s.n); },
         [&] { spec.body(0, spec.work); }, reps);
     // bf16: the same product in bf16.
@@ -81,7 +63,7 @@ int main() {
     for (size_t i = 0; i < xb.size(); ++i) xb[i] = f32_to_bf16(xp[i]);
     for (size_t i = 0; i < wb.size(); ++i) wb[i] = f32_to_bf16(wp[i]);
     std::vector<float> fx(xb.size()), fw(wb.size()), fo(ob.size());
-    auto [t_convert, t_bf16] = alternated(
+    auto [t_convert, t_bf16] = bench::alternated(
         [&] {
           for (size_t i = 0; i < xb.size(); ++i) fx[i] = bf16_to_f32(xb[i]);
           for (size_t i = 0; i < wb.size(); ++i) fw[i] = bf16_to_f32(wb[i]);

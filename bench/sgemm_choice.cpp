@@ -7,20 +7,17 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
+
+#include "timing.h"
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" void omp_set_num_threads(int) noexcept;
 extern "C" char* openblas_get_corename();
 
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 struct Shape {
   const char* what;
@@ -54,20 +51,10 @@ int main() {
     };
     auto dnnl = [&] { dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n); };
     const int reps = std::max(3, int(2e9 / (2.0 * s.m * s.n * s.k)));  // ~10-20 ms a sample
-    blas(), dnnl();
-    std::vector<double> tb, td;
-    for (int i = 0; i < 9; ++i) {
-      double t0 = now();
-      for (int r = 0; r < reps; ++r) blas();
-      double t1 = now();
-      for (int r = 0; r < reps; ++r) dnnl();
-      double t2 = now();
-      tb.push_back((t1 - t0) / reps), td.push_back((t2 - t1) / reps);
-    }
-    std::sort(tb.begin(), tb.end()), std::sort(td.begin(), td.end());
-    const double flops = 2.0 * s.m * s.n * s.k, ratio = td[4] / tb[4];
+    auto [t_blas, t_dnnl] = opscope::bench::alternated(blas, dnnl, reps);
+    const double flops = 2.0 * s.m * s.n * s.k, ratio = t_dnnl / t_blas;
     std::printf("%-34s m %4d n %4d k %4d  OpenBLAS %6.1f  oneDNN %6.1f GFLOP/s  oneDNN/OpenBLAS time %.2f\n", s.what,
-                s.m, s.n, s.k, flops / tb[4] / 1e9, flops / td[4] / 1e9, ratio);
+                s.m, s.n, s.k, flops / t_blas / 1e9, flops / t_dnnl / 1e9, ratio);
     log_sum += std::log(ratio), ++count;
   }
   std::printf("geometric mean of oneDNN/OpenBLAS time: %.2f\n", std::exp(log_sum / count));
