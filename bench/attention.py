@@ -52,6 +52,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
     a = ap.parse_args()
+    if a.repeats < 1:
+        ap.error(f"--repeats: expected a positive count of rounds, got {a.repeats}")
     warnings.simplefilter("ignore")
     dev = opscope.device()
     unfused_passes = [p for p in opscope._compile.PASSES if p != "attention"]

@@ -70,6 +70,13 @@ def main():
     ap.add_argument("--models", default="llama,gpt2,mobilenet_v3_small")
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"], help="the models' weights and float inputs")
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error(f"--repeats: expected a positive count of calls, got {args.repeats}")
+    import torchvision  # model_zoo builds any of its models by name
+    unknown = [m for m in args.models.split(",") if m not in model_zoo.ALL and not hasattr(torchvision.models, m)]
+    if unknown:
+        ap.error(f"--models: unknown model {unknown[0]!r} (model_zoo's: {', '.join(model_zoo.ALL)}; "
+                 f"or a torchvision.models name)")
     torch.set_num_threads(2)
     print(f"device: {opscope._C.device_description(0)}; {args.dtype}; load: {os.getloadavg()[0]:.2f}")
     print(f"{'model':22s} {'eager ms':>9s} {'compiled ms':>12s} {'compiled/eager':>15s} "
