@@ -2,6 +2,7 @@
 //  - bandwidth probe: STREAM-like copy and triad on the CPU device's cores (the limit);
 //  - rms_norm f32 4096x4096: achieved GB/s as a fraction of the probe's copy bandwidth;
 //  - mean / var / layer_norm / rms_norm / softmax over rows of 4096 (f32, bf16, f16), the same way;
+//  - softmax over rows of 128 (attention's scores), the same way;
 //  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
 //  - 200 relu launches on 1 MiB queued, then one synchronize, against copy bandwidth;
 //  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize; and the
@@ -147,6 +148,15 @@ int main(int argc, char** argv) {
     show("layer_norm", best_of(30, [&] { layer_norm(x, w, b); }), 3);
     show("rms_norm", best_of(30, [&] { rms_norm(x, w); }), 2);
     show("softmax", best_of(30, [&] { softmax(x, -1); }), 2);
+  }
+
+  // 2c. Softmax over short rows, attention's scores at 128 tokens: the row's max and sum
+  // reductions weigh more there than in rows of 4096.
+  fmt::print("\nsoftmax over rows of 128, best of 30 (GB/s as a fraction of copy bandwidth):\n");
+  for (int64_t rows : {int64_t(1024), int64_t(8192)}) {
+    Tensor x = randn({rows, 128}, 3);
+    double s = best_of(30, [&] { softmax(x, -1); }), gbs = 2.0 * double(x.nbytes()) / s / 1e9;
+    fmt::print("   f32 {:>4}x128  softmax    {:8.1f} us  {:6.1f} GB/s = {:.2f}\n", rows, s * 1e6, gbs, gbs / p.copy_gbs);
   }
 
   // 3. naive vs built-in.
