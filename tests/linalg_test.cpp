@@ -280,6 +280,8 @@ TEST(Matmul, Bf16ProductsUseTheCpusBf16DotProducts) {
   for (bool transposed : {true, false}) {
     Tensor b = transposed ? w.transpose(0, 1) : w.transpose(0, 1).contiguous();  // (k, n)
     Tensor c = empty({m, n}, DType::bf16);
+    // gemm_bf16 runs here, on the host: the device's queued randn and contiguous must be done.
+    cpu().synchronize();
     bool took = cpu_kernels::gemm_bf16(a.data<bf16_t>(), a.strides()[0], a.strides()[1], b.data<bf16_t>(),
                                        b.strides()[0], b.strides()[1], c.data<bf16_t>(), n, m, n, k);
     if (native) {
