@@ -171,6 +171,28 @@ TEST(Softmax, NonContiguousAnd16Bit) {
   }
 }
 
+// bf16 and f16 rows take a shorter exp than f32 (norm.cpp): each output must still be the
+// exact softmax rounded to the dtype, give or take 1e-5 of it before the rounding.
+TEST(Softmax, HalfOutputsAreTheExactValueRounded) {
+  for (DType dt : {DType::bf16, DType::f16}) {
+    const int mantissa = dt == DType::bf16 ? 7 : 10;
+    for (int64_t n : {7, 100, 4097}) {
+      Tensor x = randn({6, n}, 25 + uint64_t(n), dt, nullptr, 0, 6);  // x - max reaches -50
+      std::vector<float> got = softmax(x).to_float_vector();
+      std::vector<double> ref = softmax_ref(x.to_float_vector(), n);
+      int bad = 0;
+      for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+        int e = std::max(std::ilogb(ref[i]), dt == DType::f16 ? -14 : -126);  // f16 subnormals: a fixed ulp
+        double half_ulp = std::ldexp(0.5, e - mantissa);
+        bool ok = std::abs(got[i] - ref[i]) <= half_ulp + 1e-5 * ref[i];
+        bad += !ok;
+        EXPECT_TRUE(ok) << dtype_name(dt) << " rows of " << n << " at " << i << ": got " << got[i] << ", exact "
+                        << ref[i];
+      }
+    }
+  }
+}
+
 TEST(Softmax, BadInputAndEmpty) {
   expect_error([] { softmax(randn({2, 3}, 1), 2); }, "[softmax] axis 2 is out of range");
   expect_error([] { softmax(from_host({1, 2}, {2}, DType::i32)); }, "[softmax] x has dtype i32");
