@@ -116,6 +116,35 @@ def test_roll_and_flip():
         exact(got, torch.flip(x, dims))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_triu_and_tril(dtype):
+    x = (torch.randn(2, 3, 5, 7) * 4).to(dtype)
+    for k in (0, 1, -2, 6, 7, -5, -9):  # diagonals inside, on the edge of and past the matrix
+        for f in (torch.triu, torch.tril):
+            got, want = native(lambda t: f(t, k), x)
+            exact(got, want)
+    got, want = native(lambda t: torch.triu(t.transpose(-1, -2), 1), x)  # a strided input
+    exact(got, want)
+    got, want = native(lambda t: torch.tril(t[0, 0], -1), x)  # one matrix
+    exact(got, want)
+    # in place and into an out tensor, as the causal mask of a decoder's prefill builds it
+    want = torch.triu(torch.full((4, 6), -3.0), diagonal=3)
+    got, _ = native(lambda t: torch.triu(t, diagonal=3, out=torch.empty_like(t)), torch.full((4, 6), -3.0))
+    exact(got, want)
+    got, _ = native(lambda t: t.tril_(-1), x.clone())
+    exact(got, torch.tril(x, -1))
+    got, _ = native(lambda t: torch.triu(t), torch.empty(0, 3, dtype=dtype))
+    assert got.shape == (0, 3)
+
+
+def test_triu_of_a_vector_fails_as_on_torch_cpu(dev):
+    # opscope refuses it ([triu] x has shape (5) ...), and torch's kernel gives its own error
+    with pytest.raises(IndexError, match=r"Dimension out of range"):
+        torch.triu(torch.randn(5))
+    with pytest.raises(IndexError, match=r"Dimension out of range"):
+        torch.triu(torch.randn(5).to(dev)).cpu()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
 def test_sort_topk_and_extremes(dtype):
     x = torch.randperm(120).reshape(4, 5, 6).to(dtype)  # distinct values: the indices are defined

@@ -1,5 +1,5 @@
 // Indexing, sorting and selection ops with torch's semantics: advanced indexing and its
-// write, index_select, gather, scatter, nonzero, roll, flip, sort, topk, max/min with
+// write, index_select, gather, scatter, nonzero, roll, flip, triu/tril, sort, topk, max/min with
 // indices, cumsum. Index tensors are i32 or i64 (negative values count from the
 // end) or bool masks; an index out of range fails the kernel, named by the op. CPU device
 // only.
@@ -35,6 +35,10 @@ Tensor nonzero(const Tensor& x);
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& axes);
 // x reversed along each of `axes`.
 Tensor flip(const Tensor& x, const std::vector<int64_t>& axes);
+// The upper (triu) or lower (tril) triangle of each matrix in x's last two dims, the rest
+// zero: triu keeps x[..., i, j] where j - i >= diagonal, tril where j - i <= diagonal.
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
 // (values, indices i64) along `axis`, stably sorted; NaN sorts as the largest value.
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t axis = -1, bool descending = false);
 // The k largest (or smallest) along `axis`, in order: (values, indices i64).

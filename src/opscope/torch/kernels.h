@@ -161,6 +161,7 @@ template <bool kAdd, Form F> void scatter_kernel(const c10::OperatorHandle& op, 
 template <Form F> void nonzero_kernel(const c10::OperatorHandle& op, Stack* s);
 void roll_kernel(const c10::OperatorHandle& op, Stack* s);
 void flip_kernel(const c10::OperatorHandle& op, Stack* s);
+template <bool kUpper, Form F> void triangle_kernel(const c10::OperatorHandle& op, Stack* s);  // triu, tril
 template <Form F> void topk_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void sort_kernel(const c10::OperatorHandle& op, Stack* s);
 void unique2_kernel(const c10::OperatorHandle& op, Stack* s);

@@ -273,6 +273,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero.out", boxed<nonzero_kernel<F::out>>());
   m.impl("roll", boxed<roll_kernel>());
   m.impl("flip", boxed<flip_kernel>());
+  m.impl("triu", boxed<triangle_kernel<true, F::functional>>());
+  m.impl("triu_", boxed<triangle_kernel<true, F::inplace>>());
+  m.impl("triu.out", boxed<triangle_kernel<true, F::out>>());
+  m.impl("tril", boxed<triangle_kernel<false, F::functional>>());
+  m.impl("tril_", boxed<triangle_kernel<false, F::inplace>>());
+  m.impl("tril.out", boxed<triangle_kernel<false, F::out>>());
   m.impl("topk", boxed<topk_kernel<F::functional>>());
   m.impl("topk.values", boxed<topk_kernel<F::out>>());
   m.impl("sort", boxed<sort_kernel<F::functional>>());

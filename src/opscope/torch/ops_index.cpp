@@ -1,5 +1,5 @@
 // Indexing and sorting: aten's index.Tensor, index_put_, index_select, gather, scatter,
-// scatter_add, nonzero, roll, flip, topk, sort, unique, max/min (with dim and without), cumsum and
+// scatter_add, nonzero, roll, flip, triu, tril, topk, sort, unique, max/min (with dim and without), cumsum and
 // norm, on opscope's kernels (ops/indexing.h). Index tensors on the CPU (torch allows
 // them for device tensors) are copied to the device first.
 #include "opscope/core/error.h"
@@ -181,6 +181,17 @@ void flip_kernel(const c10::OperatorHandle& op, Stack* s) {
   run_unary<Form::functional>(c, [&](const Tensor& x) { return flip(x, int_list(c.arg(1))); });
 }
 
+// triu(self, diagonal), triu_ and triu.out (..., *, out); tril the same.
+template <bool kUpper, Form F>
+void triangle_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, false)) return c.fall_back();
+  const int64_t diagonal = c.arg(1).toInt();
+  run_unary<F>(c, [&](const Tensor& x) { return kUpper ? triu(x, diagonal) : tril(x, diagonal); });
+}
+
 // topk(self, k, dim, largest, sorted) -> (values, indices) and topk.values (..., *, values, indices).
 template <Form F>
 void topk_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -291,6 +302,8 @@ template void gather_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 OPSCOPE_FORMS(scatter_kernel, false)
 OPSCOPE_FORMS(scatter_kernel, true)
 OPSCOPE_FORMS(cumsum_kernel)
+OPSCOPE_FORMS(triangle_kernel, true)
+OPSCOPE_FORMS(triangle_kernel, false)
 #undef OPSCOPE_FORMS
 template void nonzero_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void nonzero_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
