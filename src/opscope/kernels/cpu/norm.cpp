@@ -154,8 +154,7 @@ template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n,
 
 // The row's max for its softmax. NaN is not tracked: a NaN in the row makes its e^, their
 // sum and so every output of the row NaN anyway, as in torch. (row_extreme's NaN tracking
-// took a third of this pass.) bf16: 32 at a time as 16 pairs, the even element of a pair
-// shifted up, the odd one masked in place, since the order does not matter to a max.
+// took a third of this pass.) An all -inf row gives -inf, and NaN outputs as in torch.
 template <class T> float softmax_row_max(const T* x, int64_t n) {
   auto max_of = [](f32x16 a, f32x16 b) {  // b where a is NaN
 #if defined(__AVX512F__)  // GCC 12 makes a compare and a masked move of the ?: below

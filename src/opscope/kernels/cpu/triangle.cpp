@@ -14,7 +14,7 @@ LaunchSpec triangle_spec(const Tensor& out, const Tensor& x, int64_t diagonal, b
   char* yp = static_cast<char*>(out.data_ptr());
   LaunchSpec spec;
   spec.name = fmt::format("{}_{}", upper ? "triu" : "tril", dtype_name(x.dtype()));
-  spec.work = R ? x.numel() / C : 0;
+  spec.work = R && C ? x.numel() / C : 0;
   spec.grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1));
   spec.bytes = 2 * x.nbytes();
   spec.body = [=](int64_t b, int64_t e) {
