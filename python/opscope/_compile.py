@@ -21,9 +21,12 @@ import torch
 import torch.nn.modules.module as _module_hooks
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils import stateless
+from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as _get_dispatch_modes
 
 from . import _C
+from ._dynamic import Affine
+from . import _dynamic
 from ._graph_rewrites import (drop_unused, fold_batch_norms, foldable_nodes, fuse_conv_epilogues,
                               rewrite_constant_masks)
 
@@ -311,6 +314,11 @@ def lower_graph(gm, folded=()):
     for n in gm.graph.nodes:
         if n.op in ("placeholder", "output", "get_attr") or n in folded:
             continue
+        if "opscope_dynamic" in n.meta:  # dynamic=True: its shapes or sizes change between calls
+            eager_reasons[n] = n.meta["opscope_dynamic"]
+            flush()
+            steps.append(("eager", n))
+            continue
         if n.op == "call_function" and n.target is operator.getitem:
             src = n.args[0]
             if not n.users:  # native_layer_norm's unused mean and rstd
@@ -419,8 +427,9 @@ class _CompiledRegion:
 class _Plan:
     """A traced and lowered graph for one input signature."""
 
-    def __init__(self, name, gm, explain, disabled=(), n_state=0):
+    def __init__(self, name, gm, explain, disabled=(), n_state=0, size=None):
         self.gm = gm
+        self.size = size  # dynamic=True: (placeholder, dim) of the size s, else None
         self.state = [n for n in gm.graph.nodes if n.op == "placeholder"][:n_state]
         # What the rewrites did, a line each (explain=True prints them).
         self.rewrites = (drop_unused(gm) + rewrite_constant_masks(gm, self.state) + fold_batch_norms(gm, self.state)
@@ -479,8 +488,9 @@ class _Plan:
         self._state_key = None
         out = next(n for n in nodes if n.op == "output").args[0]
         stateful = {n: i for i, n in enumerate(self._stateful_kept)}
-        self._run = _StepCode(placeholders, constants, self.steps, out, stateful).function()
-        self._run_profiled = _StepCode(placeholders, constants, self.steps, out, stateful, profiled=True).function()
+        self._run = _StepCode(placeholders, constants, self.steps, out, stateful, size=self.size).function()
+        self._run_profiled = _StepCode(placeholders, constants, self.steps, out, stateful, profiled=True,
+                                       size=self.size).function()
 
     def _stateful_values(self, flat):
         """The folded values that read parameters or buffers, for the state in `flat`:
@@ -539,7 +549,7 @@ class _StepCode:
     code: each eager node a call of its aten op, each region a call of its compiled
     function, values in local variables."""
 
-    def __init__(self, placeholders, constants, steps, out, stateful=None, profiled=False):
+    def __init__(self, placeholders, constants, steps, out, stateful=None, profiled=False, size=None):
         self.ns = {"_ModuleRanges": _ModuleRanges}
         self.names = {n: f"sf[{i}]" for n, i in (stateful or {}).items()}
         self.lines = ["    ranges = _ModuleRanges()"] if profiled else []
@@ -547,6 +557,8 @@ class _StepCode:
             self.names[n] = f"a{i}"
         self.lines.append(f"    {', '.join(self.names[n] for n in placeholders)}{',' if placeholders else ''} = flat"
                           if placeholders else "    pass")
+        if size is not None:  # dynamic=True: s, the size the eager steps' Affine integers follow
+            self.lines.append(f"    s = flat[{size[0]}].shape[{size[1]}]")
         for n, value in constants.items():
             self.names[n] = self._const(value)
         last_use = self._last_uses(steps, out)
@@ -617,6 +629,8 @@ class _StepCode:
             return "{" + ", ".join(f"{self._const(k)}: {self._expr(v)}" for k, v in a.items()) + "}"
         if a is None or isinstance(a, (bool, int)):
             return repr(a)
+        if isinstance(a, Affine):
+            return a.expr("s")
         return self._const(a)
 
     def source(self):
@@ -696,8 +710,14 @@ class CompiledFunction:
     """What opscope.compile returns: call it as the original. `.plans` holds one lowered
     graph per input signature; `.report(*args)` tells what that signature compiled into."""
 
-    def __init__(self, fn, name=None, explain=False, disabled=(), recompile_limit=8):
+    def __init__(self, fn, name=None, explain=False, disabled=(), recompile_limit=8, dynamic=False):
         self.module = fn if isinstance(fn, torch.nn.Module) else None
+        self.dynamic = dynamic
+        self._dyn = None         # dynamic=True: (Fit, plan) once two sizes fitted
+        self._dyn_key = None     # the state's names and the arguments' structure it holds for
+        self._dyn_off = None     # why dynamic=True gave up, once it has
+        self._last_trace = None  # ((names, structure), fingerprint) of the last raw trace
+        self._fits = 0           # fits of two sizes made
         self.recompile_limit = recompile_limit
         self.disabled = tuple(disabled)
         self.fn = fn
@@ -737,26 +757,39 @@ class CompiledFunction:
         self._names, self._slots = tuple(names), slots
         return self._names, tensors
 
-    def _trace(self, names, state, args):
+    def _trace(self, names, state, leaves, spec):
+        """make_fx of the call on flat tensors (the state, then the arguments' leaves): the
+        arguments' lists, tuples and dicts (a KV cache) are rebuilt inside the traced function,
+        so the graph's placeholders are the leaves and its output keeps the call's structure."""
+        n = len(state)
         if self.module is not None:
             module = self.module
-            n = len(state)
 
             def f(*flat):
-                return stateless.functional_call(module, dict(zip(names, flat[:n])), tuple(flat[n:]))
+                args = tuple(flat[n:]) if spec is None else pytree.tree_unflatten(list(flat[n:]), spec)
+                return stateless.functional_call(module, dict(zip(names, flat[:n])), tuple(args))
         else:
             fn = self.fn
 
             def f(*flat):
-                return fn(*flat)
+                return fn(*(flat if spec is None else pytree.tree_unflatten(list(flat), spec)))
         with torch.no_grad(), _ModuleStacks(self.module) as stacks:
-            return make_fx(stacks.tagging(f), tracing_mode="fake")(*state, *args)
+            return make_fx(stacks.tagging(f), tracing_mode="fake")(*state, *leaves)
+
+    @staticmethod
+    def _leaves(args):
+        """(the arguments' leaves, their structure): None where every argument is a tensor."""
+        if all(isinstance(a, torch.Tensor) for a in args):
+            return list(args), None
+        return pytree.tree_flatten(tuple(args))
 
     def _key(self, args):
         names, state = self._state()
-        flat = state + list(args)
+        leaves, spec = self._leaves(args)
+        flat = state + leaves
         sig = _C._signature_key(flat)  # bytes, exact; None where an argument is not a tensor
-        return (names, sig if sig is not None else _signature(flat)), names, state, flat
+        shape = None if spec is None else str(spec)  # TreeSpec is not hashable
+        return (names, shape, sig if sig is not None else _signature(flat)), names, state, flat
 
     def _plan(self, args):
         key, names, state, flat = self._key(args)
@@ -765,18 +798,85 @@ class CompiledFunction:
     def _build(self, key, names, state, args):
         plan = self.plans.get(key)
         if plan is None:
-            if any(not isinstance(a, torch.Tensor) for a in args):
-                raise TypeError(f"[opscope.compile] {self.name}: every argument must be a tensor "
-                                f"(got {[type(a).__name__ for a in args]})")
-            plan = _Plan(self.name, self._trace(names, state, args), self.explain, self.disabled, n_state=len(state))
-            for node, why in plan.eager_reasons.items():
-                key_w = str(node.target)
-                if key_w not in self._warned:
-                    self._warned.add(key_w)
-                    warnings.warn(f"opscope.compile: {self.name}: {node.target} runs eagerly ({why})", stacklevel=3)
-            self.plans[key] = plan
-            self._signatures[key] = (names, _signature(state + list(args)))
+            leaves, spec = self._leaves(args)
+            if any(not isinstance(a, torch.Tensor) for a in leaves):
+                raise TypeError(f"[opscope.compile] {self.name}: every argument must be a tensor, or lists, tuples "
+                                f"or dicts of tensors (got {[type(a).__name__ for a in leaves]})")
+            gm = self._trace(names, state, leaves, spec)
+            if self.dynamic:  # before the plan's rewrites change the graph
+                self._last_trace = (key[:2], _dynamic.fingerprint(gm))
+            plan = self._add_plan(key, names, state, leaves, _Plan(self.name, gm, self.explain, self.disabled,
+                                                                    n_state=len(state)))
         return plan
+
+    def _add_plan(self, key, names, state, leaves, plan):
+        self._warn_eager(plan)
+        self.plans[key] = plan
+        self._signatures[key] = (names, _signature(state + leaves))
+        return plan
+
+    def _warn_eager(self, plan, skip=None):
+        """One warning per op type the plan runs eagerly, saying why (but `skip`'s reasons)."""
+        for node, why in plan.eager_reasons.items():
+            if (skip is None or skip not in why) and str(node.target) not in self._warned:
+                self._warned.add(str(node.target))
+                warnings.warn(f"opscope.compile: {self.name}: {node.target} runs eagerly ({why})", stacklevel=4)
+
+    def _dynamic_plan(self, key, names, state, args, flat):
+        """dynamic=True: the plan for every size, where this call's inputs fit it, checked by a
+        trace at the next size and at each power of two after (_dynamic.py). A call it does
+        not fit is traced and fitted against the last trace (the first size seen is often
+        another layout: a prefill's cache is a view, a decode step's a new tensor); where
+        that does not fit either, its trace becomes this signature's own plan. None: give
+        the call to the static path."""
+        if self._dyn_off is not None:
+            return None
+        if self._dyn is not None and key[:2] == self._dyn_key and self._dyn[0].accepts(flat):
+            fit, plan = self._dyn
+            s = fit.size_of(flat)
+            if s not in fit.checked and (len(fit.checked) < 3 or s & (s - 1) == 0):
+                fit.checked.add(s)
+                leaves, spec = self._leaves(args)
+                if not fit.matches(_dynamic.fingerprint(self._trace(names, state, leaves, spec)), s):
+                    self._give_up_dynamic(f"the graph at size {s} is not the one the sizes before it predict")
+                    return None
+            return plan
+        if self._last_trace is None or self._last_trace[0] != key[:2]:
+            return None
+        leaves, spec = self._leaves(args)
+        if any(not isinstance(a, torch.Tensor) for a in leaves):
+            return None
+        self._fits += 1
+        if self._fits > 4:
+            self._give_up_dynamic("four fits of two sizes did not hold for the next call")
+            return None
+        gm = self._trace(names, state, leaves, spec)
+        fp = _dynamic.fingerprint(gm)
+        fit, why = _dynamic.fit(self._last_trace[1], fp)
+        self._last_trace = (key[:2], fp)
+        if fit is None:  # this size on its own, from the trace made
+            if not self._admit(names, flat):
+                return None
+            return self._add_plan(key, names, state, leaves, _Plan(self.name, gm, self.explain, self.disabled,
+                                                                    n_state=len(state)))
+        _dynamic.mark(gm, fit)
+        plan = _Plan(self.name, gm, self.explain, self.disabled, n_state=len(state), size=(fit.sym_leaf, fit.sym_dim))
+        self._dyn, self._dyn_key = (fit, plan), key[:2]
+        n = len(state)
+        where = f"argument leaf {fit.sym_leaf - n}" if fit.sym_leaf >= n else f"state {names[fit.sym_leaf]}"
+        moving = sorted({str(node.target) for node, why in plan.eager_reasons.items() if "dynamic size" in why})
+        if "dynamic" not in self._warned:
+            self._warned.add("dynamic")
+            warnings.warn(f"[opscope.compile] {self.name}: dynamic: one plan for every size s of {where}, dim "
+                          f"{fit.sym_dim} ({len(plan.regions)} compiled regions; {len(moving)} op types run eagerly "
+                          f"as their shapes follow s: {', '.join(moving)})", stacklevel=3)
+        self._warn_eager(plan, skip="dynamic size")
+        return plan
+
+    def _give_up_dynamic(self, why):
+        self._dyn, self._dyn_off = None, why
+        warnings.warn(f"[opscope.compile] {self.name}: dynamic=True gave up: {why}; each size compiles on its own "
+                      f"from now on (recompile_limit={self.recompile_limit})", stacklevel=4)
 
     def _describe_change(self, names, flat):
         """What differs between the call's inputs and the signature compiled last: "argument
@@ -816,6 +916,8 @@ class CompiledFunction:
     def __call__(self, *args):
         key, names, state, flat = self._key(args)
         plan = self.plans.get(key)
+        if plan is None and self.dynamic:
+            plan = self._dynamic_plan(key, names, state, args, flat)
         if plan is None and not self._admit(names, flat):
             return self.fn(*args)
         op = self._op if plan is not None else self._compile_op
@@ -857,11 +959,16 @@ def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False, recom
     repacks one that was written). explain=True prints the
     graph after each pass and, on the first call of each signature, opscope.explain's table
     (each region, what it became, its predicted and measured time against its eager ops).
-    dynamic=True is not supported yet: each new shape compiles again, with a warning that
-    says what changed; past recompile_limit signatures (dynamo's cache_size_limit is 8) new
-    ones run eagerly."""
-    if dynamic:
-        raise ValueError("[opscope.compile] dynamic=True is not supported: each input shape compiles its own graph")
+    A new input shape compiles again, with a warning that says what changed; past
+    recompile_limit signatures (dynamo's cache_size_limit is 8) new ones run eagerly.
+    dynamic=True: from the second size of a dimension that changes between calls (a KV
+    cache's length in decode), one plan serves every size (opscope/_dynamic.py): the ops
+    whose shapes follow that size run eagerly, the others compile once. It assumes the
+    function's Python does not branch on the size; the plan is checked against a fresh trace
+    at the third size and at each power of two, and gives up (each size compiling on its own)
+    where they differ."""
+    if not isinstance(dynamic, bool):
+        raise TypeError(f"[opscope.compile] dynamic: expected True or False, got {dynamic!r}")
     if not callable(fn):
         raise TypeError(f"[opscope.compile] expected a function or an nn.Module, got {type(fn).__name__}")
     if isinstance(passes, str):
@@ -872,7 +979,7 @@ def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False, recom
     if not isinstance(recompile_limit, int) or recompile_limit < 1:
         raise ValueError(f"[opscope.compile] recompile_limit: expected a positive int, got {recompile_limit!r}")
     return CompiledFunction(fn, name=name, explain=explain, disabled=[p for p in PASSES if p not in passes],
-                            recompile_limit=recompile_limit)
+                            recompile_limit=recompile_limit, dynamic=dynamic)
 
 
 def _dynamo_backend(gm, example_inputs):

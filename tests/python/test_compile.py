@@ -298,8 +298,8 @@ def test_passes_choose_what_the_compiler_runs(dev):
 def test_bad_input():
     with pytest.raises(TypeError, match=r"\[opscope.compile\] expected a function or an nn.Module"):
         opscope.compile(3)
-    with pytest.raises(ValueError, match=r"dynamic=True is not supported"):
-        opscope.compile(naive_rms_norm, dynamic=True)
+    with pytest.raises(TypeError, match=r"\[opscope.compile\] dynamic: expected True or False, got 'yes'"):
+        opscope.compile(naive_rms_norm, dynamic="yes")
     c = opscope.compile(lambda x, n: x * n)
     with pytest.raises(TypeError, match=r"every argument must be a tensor"):
         c(torch.ones(2).to(opscope.device()), 3)

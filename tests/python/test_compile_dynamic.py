@@ -1,0 +1,105 @@
+"""opscope.compile(..., dynamic=True): one plan for every size of a dimension that changes
+between calls (opscope/_dynamic.py) — KV-cache decode without a compile per token, equal
+to eager; and where the sizes do not fit one plan, each size compiles on its own, with a
+warning that says why."""
+import warnings
+
+import torch
+
+import opscope
+import llama_hf
+
+
+def traced(c):
+    """Counts c's traces (make_fx runs)."""
+    calls = []
+    trace = c._trace
+
+    def counting(*a):
+        calls.append(1)
+        return trace(*a)
+
+    c._trace = counting
+    return calls
+
+
+def close(got, want):
+    torch.testing.assert_close(got.cpu(), want.cpu(), rtol=1e-5, atol=1e-5)
+
+
+def test_decode_with_a_growing_cache_is_one_plan_equal_to_eager(dev):
+    torch.manual_seed(0)
+    model = llama_hf.Llama(vocab=128, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=96).to(dev).eval()
+    c = opscope.compile(model, dynamic=True)
+    calls = traced(c)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        logits, cache = model(torch.randint(0, 128, (1, 9)).to(dev))
+        nxt = logits[:, -1:].argmax(-1)
+        for step in range(14):  # cache lengths 9 to 22
+            if step == 8:
+                before = (len(calls), len(caught))
+            got, got_cache = c(nxt, cache)
+            want, cache = model(nxt, cache)
+            close(got, want)
+            for (gk, gv), (wk, wv) in zip(got_cache, cache):
+                close(gk, wk)
+                close(gv, wv)
+            nxt = want[:, -1:].argmax(-1)
+    messages = [str(w.message) for w in caught]
+    # Learning takes a few traces (the prefill's cache is a view, a step's a new tensor: the
+    # first two sizes do not fit one plan), then no step traces, compiles or warns, 16 (a
+    # power of two) excepted: it is traced once to check the plan.
+    assert len(calls) <= 6, messages
+    assert (len(calls), len(caught)) == (before[0], before[1]), messages[before[1]:]
+    assert c._dyn is not None and c._dyn_off is None
+    fit, plan = c._dyn
+    assert 16 in fit.checked
+    assert len(c.plans) <= 2 and not any("recompile_limit" in m for m in messages), messages
+    dynamic = [m for m in messages if "dynamic: one plan for every size s of argument leaf" in m]
+    assert len(dynamic) == 1 and "aten.bmm.default" in dynamic[-1] and "aten.cat.default" in dynamic[-1], messages
+    # The projections and the MLP compiled; the attention over the cache runs eagerly.
+    compiled = {str(n.target) for r in plan.regions for n in r.nodes}
+    assert {"aten.mm.default", "aten.silu.default", "aten.rsqrt.default"} <= compiled, compiled
+    eager = {str(n.target) for n, why in plan.eager_reasons.items() if "dynamic size" in why}
+    assert "aten.bmm.default" in eager and "aten._softmax.default" in eager
+    assert all("aten.bmm" not in str(n.target) for r in plan.regions for n in r.nodes)
+
+
+def test_a_size_that_is_not_affine_gives_up_and_stays_correct(dev):
+    def f(x):
+        n = x.shape[0]
+        return x * x.reshape(-1)[: n * n].sum()  # n * n: no a * n + b
+
+    c = opscope.compile(f, dynamic=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (2, 3, 4, 5, 6):
+            x = torch.randn(n, 8)
+            close(c(x.to(dev)), f(x))
+    gave_up = [str(w.message) for w in caught if "dynamic=True gave up" in str(w.message)]
+    assert len(gave_up) == 1 and "not the one the sizes before it predict" in gave_up[0], gave_up
+    assert c._dyn is None
+
+
+def test_a_branch_on_the_size_is_caught_at_a_power_of_two(dev):
+    def f(x):
+        return x * 2 if x.shape[0] > 6 else x + 1  # the graph changes between 6 and 7
+
+    c = opscope.compile(f, dynamic=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (3, 4, 5, 8, 9):  # 8: a power of two, checked against a fresh trace
+            x = torch.randn(n, 4)
+            close(c(x.to(dev)), f(x))
+    assert any("dynamic=True gave up: the graph at size 8" in str(w.message) for w in caught)
+
+
+def test_static_sizes_compile_as_before(dev):
+    c = opscope.compile(lambda x: torch.exp(x * 2 + 1), dynamic=True)
+    x = torch.randn(4, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            close(c(x.to(dev)), torch.exp(x * 2 + 1))
+    assert not caught and len(c.plans) == 1 and c._dyn is None
