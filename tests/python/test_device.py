@@ -103,6 +103,26 @@ def test_launch_returns_before_the_kernel_ends(dev):
     assert opscope.default_stream().query()
 
 
+def test_arange_and_empty_outs_do_not_wait_for_queued_kernels(dev):
+    # torch.arange(..., device=dev) resizes an empty out tensor; a decode step starts with
+    # one (its positions). Growing a storage of 0 bytes has nothing to copy, so it must not
+    # wait for the device: here a held kernel stays queued while it runs. (Run on a thread,
+    # so that a regression fails after the timeout instead of hanging on the gate.)
+    import threading
+    x = torch.randn(1000, device=dev)
+    gate = Gate()
+    y = torch.ops.opscope._test_kernel(x, gate.id, False)
+    done = []
+    t = threading.Thread(target=lambda: done.append(torch.arange(3, 8, device=dev)))
+    t.start()
+    t.join(timeout=60)
+    queued = not opscope.default_stream().query()
+    gate.open()
+    t.join()
+    assert done and queued, "torch.arange waited for the held kernel"
+    assert torch.equal(done[0].cpu(), torch.arange(3, 8)) and torch.equal(y.cpu(), x.cpu())
+
+
 def test_stream_order_and_sync(dev):
     x = torch.randn(1000, device=dev)
     gate = Gate()

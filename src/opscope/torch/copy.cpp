@@ -91,11 +91,14 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 const at::Tensor& resize_kernel(const at::Tensor& self, c10::SymIntArrayRef size, c10::optional<at::MemoryFormat> fmt) {
-  // Growing copies the old bytes on the host: let the kernels writing them finish.
+  // Growing copies the old bytes on the host: let the kernels writing them finish. An
+  // empty storage (the out tensor of torch.arange(..., device=dev), of an empty()) has no
+  // bytes to copy: waiting there stalled every decode step's host behind its device.
   at::IntArrayRef sz = c10::asIntArrayRefSlow(size);
   int64_t n = 1;
   for (int64_t d : sz) n *= d;
-  if (size_t(n) * self.itemsize() + size_t(self.storage_offset()) * self.itemsize() > self.storage().nbytes())
+  const size_t have = self.storage().nbytes();
+  if (have > 0 && size_t(n) * self.itemsize() + size_t(self.storage_offset()) * self.itemsize() > have)
     device(0).synchronize();
   return at::native::resize_(self, sz, fmt);
 }
