@@ -101,22 +101,45 @@ class Fit:
         self.dynamic = dynamic        # node index -> why it runs eagerly
         self.n_placeholders = n_placeholders
         self.checked = set()          # sizes traced to check the fit
+        self._input_checks = None
 
     def size_of(self, flat):
         return int(flat[self.sym_leaf].shape[self.sym_dim])
 
+    def _inputs(self):
+        """Per input: (dtype, device, its layout's constant ints with None where they follow
+        s, [(position, a, b)] of those): made once, read on every call."""
+        if self._input_checks is None:
+            checks = []
+            for i in range(self.n_placeholders):
+                fits = self.layout_fit[i][:-1]  # without the separator
+                fixed = tuple(None if f.a else f.b for f in fits)
+                moving = [(k, f.a, f.b) for k, f in enumerate(fits) if f.a]
+                dtype, device = self._structure[i][3]
+                checks.append((dtype, torch.device(device), fixed, moving))
+            self._input_checks = checks
+        return self._input_checks
+
     def accepts(self, flat):
         """Whether the inputs' dtypes, devices, shapes and strides are the fit's at their
-        size s."""
+        size s (on every decode step: kept to tuple compares)."""
         if len(flat) != self.n_placeholders:
             return False
         s = self.size_of(flat)
-        for i, t in enumerate(flat):
-            if self._structure[i][3] != (t.dtype, str(t.device)):
+        for t, (dtype, device, fixed, moving) in zip(flat, self._inputs()):
+            if t.dtype != dtype:
                 return False
-            want = self.layout_fit[i]
-            got = list(t.shape) + list(t.stride()) + [-1]
-            if len(got) != len(want) or any(w.at(s) != g for w, g in zip(want, got)):
+            got = tuple(t.shape) + t.stride()
+            if len(got) != len(fixed):
+                return False
+            if moving:
+                got = list(got)
+                for k, a, b in moving:
+                    if got[k] != a * s + b:
+                        return False
+                    got[k] = None
+                got = tuple(got)
+            if got != fixed or t.device != device:
                 return False
         return True
 

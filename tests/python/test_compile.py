@@ -343,7 +343,7 @@ def test_a_new_shape_recompiles_with_a_report_and_the_limit_falls_back_to_eager(
         assert len(c.plans) == 2
         assert [str(w.message) for w in caught] == [
             "[opscope.compile] f: recompiling (2 of at most 2) for argument 0: shape (1, 12) -> (1, 13), "
-            "stride (12, 1) -> (13, 1)"]
+            "stride (12, 1) -> (13, 1); dynamic=True makes one plan for every size"]
         x = torch.randn(1, 14).to(dev)
         got = c(x)  # past the limit: eager, with one warning, and no third plan
         c(torch.randn(1, 15).to(dev))
