@@ -27,7 +27,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as _ge
 from . import _C
 from ._dynamic import Affine
 from . import _dynamic
-from ._graph_rewrites import (drop_unused, fold_batch_norms, foldable_nodes, fuse_conv_epilogues,
+from ._graph_rewrites import (drop_unused, eager_call, fold_batch_norms, foldable_nodes, fuse_conv_epilogues,
                               rewrite_constant_masks)
 
 aten = torch.ops.aten
@@ -467,8 +467,9 @@ class _Plan:
         with torch.no_grad():
             for n in self.gm.graph.nodes:
                 if n in which:
-                    args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
-                    env[n] = n.target(*args, **kwargs)
+                    target, args, kwargs = eager_call(n)
+                    args, kwargs = torch.fx.node.map_arg((args, kwargs), env.__getitem__)
+                    env[n] = target(*args, **kwargs)
         return env
 
     def _bind(self):
@@ -568,9 +569,10 @@ class _StepCode:
                 self.lines.append(f"    ranges.enter({self._const(stack)})")
             if kind == "eager":
                 name = self.names[item] = f"v{len(self.names)}"
-                args = ", ".join(self._expr(a) for a in item.args)
-                kwargs = ", ".join(f"{key}={self._expr(v)}" for key, v in item.kwargs.items())
-                self.lines.append(f"    {name} = {self._const(item.target)}({', '.join(x for x in (args, kwargs) if x)})")
+                target, item_args, item_kwargs = eager_call(item)
+                args = ", ".join(self._expr(a) for a in item_args)
+                kwargs = ", ".join(f"{key}={self._expr(v)}" for key, v in item_kwargs.items())
+                self.lines.append(f"    {name} = {self._const(target)}({', '.join(x for x in (args, kwargs) if x)})")
             else:
                 fn = self._const(item.fn)
                 ins = ", ".join(self._expr(i) for i in item.inputs)

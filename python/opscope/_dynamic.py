@@ -12,6 +12,8 @@ computed from s; every other node compiles once, for all sizes.
 """
 import torch
 
+from ._graph_rewrites import eager_call
+
 __all__ = ["Affine", "Fit", "fingerprint", "fit", "mark"]
 
 
@@ -53,16 +55,21 @@ def _walk(a, ints, shape):
         shape.append(("const", repr(a)))
 
 
+def layout_ints(t):
+    """A tensor's sizes, then its strides (0 for a dim of size 1, whose stride nothing reads:
+    torch gives a leading (1, s, s) mask the stride s * s), then -1."""
+    shape = tuple(t.shape)
+    return list(shape) + [0 if n == 1 else int(d) for n, d in zip(shape, t.stride())] + [-1]
+
+
 def _layout(node):
-    """A node's tensors' shapes and strides as one list of ints, or None for no tensor."""
+    """A node's tensors' layout_ints, one list, or empty for no tensor."""
     v = node.meta.get("val")
     vals = v if isinstance(v, (tuple, list)) else (v,)
     out = []
     for t in vals:
         if isinstance(t, torch.Tensor):
-            out.extend(int(d) for d in t.shape)
-            out.extend(int(d) for d in t.stride())
-            out.append(-1)  # separator: a shape that changes rank does not line up
+            out.extend(layout_ints(t))  # -1 between tensors: a shape that changes rank does not line up
     return out
 
 
@@ -80,7 +87,8 @@ def fingerprint(gm):
     fp = []
     for n in nodes:
         ints, shape = [], []
-        _walk((n.args, n.kwargs), ints, shape)
+        _, args, kwargs = eager_call(n)  # the arguments a step runs with (_reshape_alias: its sizes)
+        _walk((args, kwargs), ints, shape)
         fp.append((n.op, n.target, tuple(shape), ints, _layout(n), _kind(n)))
     return fp
 
@@ -96,8 +104,9 @@ class Fit:
 
     def __init__(self, sym_leaf, sym_dim, args_fit, layout_fit, dynamic, n_placeholders):
         self.sym_leaf, self.sym_dim = sym_leaf, sym_dim
-        self.args_fit = args_fit      # node index -> [Affine or None per int of its arguments]
-        self.layout_fit = layout_fit  # node index -> [Affine per int of its layout]
+        self.args_fit = args_fit      # node index -> [Affine per int of its arguments]
+        self.layout_fit = layout_fit  # node index -> [Affine per int of its layout]: the inputs,
+        #                               and the nodes whose layout does not move
         self.dynamic = dynamic        # node index -> why it runs eagerly
         self.n_placeholders = n_placeholders
         self.checked = set()          # sizes traced to check the fit
@@ -129,7 +138,8 @@ class Fit:
         for t, (dtype, device, fixed, moving) in zip(flat, self._inputs()):
             if t.dtype != dtype:
                 return False
-            got = tuple(t.shape) + t.stride()
+            shape = tuple(t.shape)
+            got = shape + tuple(0 if n == 1 else d for n, d in zip(shape, t.stride()))
             if len(got) != len(fixed):
                 return False
             if moving:
@@ -144,8 +154,10 @@ class Fit:
         return True
 
     def matches(self, fp, s):
-        """Whether a trace at size s is what the fit predicts."""
-        if len(fp) != len(self.layout_fit):
+        """Whether a trace at size s is what the fit predicts: the same ops on the same
+        inputs, every integer argument a * s + b, the inputs' layouts a * s + b, and the
+        layouts that did not move unchanged (those that move are the kernels' to choose)."""
+        if len(fp) != len(self._structure):
             return False
         for i, entry in enumerate(fp):
             if _structure(entry) != self._structure[i]:
@@ -154,8 +166,8 @@ class Fit:
             want = self.args_fit[i]
             if len(ints) != len(want) or any(w.at(s) != g for w, g in zip(want, ints)):
                 return False
-            lay = self.layout_fit[i]
-            if len(layout) != len(lay) or any(w.at(s) != g for w, g in zip(lay, layout)):
+            lay = self.layout_fit.get(i)
+            if lay is not None and (len(layout) != len(lay) or any(w.at(s) != g for w, g in zip(lay, layout))):
                 return False
         return True
 
@@ -196,14 +208,20 @@ def fit(fp1, fp2):
     args_fit, layout_fit, dynamic = {}, {}, {}
     moves_layout = set()
     for i, (a, b) in enumerate(zip(fp1, fp2)):
-        fa, fl = _fit_ints(a[3], b[3], s1, s2), _fit_ints(a[4], b[4], s1, s2)
-        if fa is None or fl is None:
-            return None, f"node {i} ({a[1]}) has a size that is not a * s + b of input {leaf}'s dim {dim}"
-        args_fit[i], layout_fit[i] = fa, fl
-        if any(f.a for f in fl):
+        fa = _fit_ints(a[3], b[3], s1, s2)
+        if fa is None:
+            return None, f"node {i} ({a[1]}) has an integer argument that is not a * s + b of input {leaf}'s dim {dim}"
+        args_fit[i] = fa
+        if a[4] != b[4]:  # its layout moves: a kernel's outcome, fitted only for the inputs
             moves_layout.add(i)
             dynamic[i] = "its shape or strides change with the dynamic size"
-        elif any(f.a for f in fa):
+            if a[0] == "placeholder":
+                layout_fit[i] = _fit_ints(a[4], b[4], s1, s2)
+                if layout_fit[i] is None:
+                    return None, f"input {i}'s shape or strides are not a * s + b of input {leaf}'s dim {dim}"
+            continue
+        layout_fit[i] = [Affine(0, x) for x in a[4]]
+        if any(f.a for f in fa):
             dynamic[i] = "its integer arguments change with the dynamic size"
         elif any(k[0] == "node" and k[1] in moves_layout for k in a[2] if isinstance(k, tuple)):
             dynamic[i] = "an input's shape or strides change with the dynamic size"
@@ -236,4 +254,5 @@ def mark(gm, f):
             w = next(affines)
             return w if w.a else a
 
-        n.args, n.kwargs = sub(n.args), sub(n.kwargs)
+        _, args, kwargs = eager_call(n)
+        n.args, n.kwargs = sub(args), sub(kwargs)

@@ -32,7 +32,7 @@ import time
 import torch
 
 from . import _device
-from ._compile import _VIEWS as _LOWERED_VIEWS, CompiledFunction, compile as _compile, origin
+from ._compile import _VIEWS as _LOWERED_VIEWS, CompiledFunction, compile as _compile, eager_call, origin
 
 aten = torch.ops.aten
 
@@ -134,8 +134,9 @@ class _Eager:
     def __call__(self):
         env = dict(self.inputs)
         for n in self.nodes:
-            args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
-            env[n] = n.target(*args, **kwargs)
+            target, args, kwargs = eager_call(n)
+            args, kwargs = torch.fx.node.map_arg((args, kwargs), env.__getitem__)
+            env[n] = target(*args, **kwargs)
         return env
 
     def costs(self, env):

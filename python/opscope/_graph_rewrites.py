@@ -32,6 +32,17 @@ def _mutable(node):
     return schema is not None and schema.is_mutable
 
 
+def eager_call(node):
+    """(op, args, kwargs) that run a node eagerly. _reshape_alias carries the strides torch's
+    meta kernels gave its input at trace time; opscope's kernels may lay that value out
+    otherwise (an elementwise op on a transposed input writes it contiguous, where torch
+    keeps the input's order), so it runs as reshape of its sizes, which reads the real
+    strides."""
+    if node.target is aten._reshape_alias.default:
+        return aten.reshape.default, node.args[:2], {}
+    return node.target, node.args, node.kwargs
+
+
 def foldable_nodes(gm, state=()):
     """Nodes whose value does not change between calls: they depend on no argument, only on
     constants and on the module's state (`state`: parameters' and buffers' placeholders) —

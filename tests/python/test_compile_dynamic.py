@@ -103,3 +103,22 @@ def test_static_sizes_compile_as_before(dev):
         for _ in range(3):
             close(c(x.to(dev)), torch.exp(x * 2 + 1))
     assert not caught and len(c.plans) == 1 and c._dyn is None
+
+
+def test_prompts_of_several_lengths_share_one_plan(dev):
+    # Prefill: the causal mask (full + triu), rope's positions and the attention all follow
+    # the prompt's length.
+    torch.manual_seed(1)
+    model = llama_hf.Llama(vocab=128, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=96).to(dev).eval()
+    c = opscope.compile(model, dynamic=True)
+    calls = traced(c)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (5, 6, 7, 9, 10, 11, 12):
+            tokens = torch.randint(0, 128, (1, n)).to(dev)
+            got, _ = c(tokens)
+            want, _ = model(tokens)
+            close(got, want)
+    messages = [str(w.message) for w in caught]
+    assert c._dyn is not None and not any("gave up" in m or "recompiling" in m for m in messages), messages
+    assert len(calls) == 3, messages  # 5 and 6 fitted, 7 checked; 8, a power of two, never called
