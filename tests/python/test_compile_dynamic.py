@@ -23,15 +23,21 @@ def traced(c):
     return calls
 
 
+def small_decoder(dev, seed):
+    """(a 2-layer Llama-style decoder on the device, it compiled with dynamic=True, the
+    list its traces append to)."""
+    torch.manual_seed(seed)
+    model = llama_hf.Llama(vocab=128, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=96).to(dev).eval()
+    c = opscope.compile(model, dynamic=True)
+    return model, c, traced(c)
+
+
 def close(got, want):
     torch.testing.assert_close(got.cpu(), want.cpu(), rtol=1e-5, atol=1e-5)
 
 
 def test_decode_with_a_growing_cache_is_one_plan_equal_to_eager(dev):
-    torch.manual_seed(0)
-    model = llama_hf.Llama(vocab=128, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=96).to(dev).eval()
-    c = opscope.compile(model, dynamic=True)
-    calls = traced(c)
+    model, c, calls = small_decoder(dev, 0)
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         logits, cache = model(torch.randint(0, 128, (1, 9)).to(dev))
@@ -108,10 +114,7 @@ def test_static_sizes_compile_as_before(dev):
 def test_prompts_of_several_lengths_share_one_plan(dev):
     # Prefill: the causal mask (full + triu), rope's positions and the attention all follow
     # the prompt's length.
-    torch.manual_seed(1)
-    model = llama_hf.Llama(vocab=128, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=96).to(dev).eval()
-    c = opscope.compile(model, dynamic=True)
-    calls = traced(c)
+    model, c, calls = small_decoder(dev, 1)
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in (5, 6, 7, 9, 10, 11, 12):
