@@ -130,7 +130,12 @@ TEST_F(CliAdvise, VerifyCompilesTheRegionsAndReportsPredictedAndRealized) {
     EXPECT_TRUE(c["region"] == "rms_norm" || c["region"] == "rope" || c["region"] == "swiglu" ||
                 c["region"] == "attention")
         << c;
-    EXPECT_GT(c["predicted_saved_ns"].get<double>(), 0) << c;
+    // The saved profile's prediction is what ranked the check; the re-run's prediction and
+    // saving are measured (one rep each here), so only their presence is asserted: on a
+    // loaded machine a re-run may predict or realize nothing.
+    EXPECT_GT(c["profile_predicted_ns"].get<double>(), 0) << c;
+    EXPECT_EQ(c["predicted_runs_ns"].size(), 1u) << c;
+    EXPECT_EQ(c["predicted_saved_ns"], c["predicted_runs_ns"][0]) << c;
     EXPECT_GT(c["eager_ns"].get<double>(), 0) << c;
     EXPECT_GT(c["compiled_ns"].get<double>(), 0) << c;
     EXPECT_EQ(c["realized_runs_ns"].size(), 1u);
