@@ -3,12 +3,13 @@ between calls (a KV cache's length during decode), without symbolic tracing (tor
 make_fx has none that works on real models).
 
 Two traces at two sizes are compared node by node. Where the graphs have the same ops in
-the same order, every integer that differs (a view's size, an arange's end, a tensor's
-shape or stride) is fitted as a * s + b, s being the first input dimension that changed. A
-third size is traced once to check the fit, and so is every power of two of s after it (a
-branch on the size in the model's Python shows there as a graph that no longer matches).
-Nodes whose shapes, strides or integer arguments move with s run eagerly with their integers
-computed from s; every other node compiles once, for all sizes.
+the same order, every integer argument that differs (a view's size, an arange's end) and
+every input's shape and strides are fitted as a * s + b, s being the first input dimension
+that changed. A third size is traced once to check the fit, and so is every power of two
+of s after it (a branch on the size in the model's Python shows there as a graph that no
+longer matches). Nodes whose shapes, strides or integer arguments move with s run eagerly,
+their integers computed from s (the layouts they get are their kernels' to choose); every
+other node compiles once, for all sizes.
 """
 import torch
 
@@ -35,7 +36,7 @@ class Affine:
 
 def _walk(a, ints, shape):
     """The argument `a` with its integers taken out into `ints`, the rest described in
-    `shape` (nodes by name: the graphs' nodes line up by position, not identity)."""
+    `shape` (nodes by their position: two graphs' nodes line up by position, not identity)."""
     if isinstance(a, torch.fx.Node):
         shape.append(("node", a._opscope_index))
     elif isinstance(a, bool) or a is None:
