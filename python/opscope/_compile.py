@@ -892,9 +892,11 @@ class CompiledFunction:
         moving = sorted({str(node.target) for node, why in plan.eager_reasons.items() if "dynamic size" in why})
         if "dynamic" not in self._warned:
             self._warned.add("dynamic")
+            none = (": every op follows s, so the plan runs eagerly; without dynamic=True each size compiles on its "
+                    "own" if not plan.regions else "")
             warnings.warn(f"[opscope.compile] {self.name}: dynamic: one plan for every size s of {where}, dim "
                           f"{fit.sym_dim} ({len(plan.regions)} compiled regions; {len(moving)} op types run eagerly "
-                          f"as their shapes follow s: {', '.join(moving)})", stacklevel=3)
+                          f"as their shapes follow s: {', '.join(moving)}){none}", stacklevel=3)
         self._warn_eager(plan, skip="dynamic size")
         return plan
 

@@ -124,4 +124,7 @@ def test_prompts_of_several_lengths_share_one_plan(dev):
             close(got, want)
     messages = [str(w.message) for w in caught]
     assert c._dyn is not None and not any("gave up" in m or "recompiling" in m for m in messages), messages
+    # Every activation of a prefill has s rows: nothing compiles, and the warning says so.
+    assert not c._dyn[1].regions
+    assert any("every op follows s, so the plan runs eagerly" in m for m in messages), messages
     assert len(calls) == 3, messages  # 5 and 6 fitted, 7 checked; 8, a power of two, never called
