@@ -133,7 +133,7 @@ class Fit:
     def accepts(self, flat):
         """Whether the inputs' dtypes, devices, shapes and strides are the fit's at their
         size s (on every decode step: kept to tuple compares)."""
-        if len(flat) != self.n_placeholders:
+        if len(flat) != self.n_placeholders or flat[self.sym_leaf].dim() <= self.sym_dim:
             return False
         s = self.size_of(flat)
         for t, (dtype, device, fixed, moving) in zip(flat, self._inputs()):

@@ -101,6 +101,16 @@ def test_a_branch_on_the_size_is_caught_at_a_power_of_two(dev):
     assert any("dynamic=True gave up: the graph at size 8" in str(w.message) for w in caught)
 
 
+def test_an_input_of_another_rank_compiles_on_its_own(dev):
+    c = opscope.compile(lambda x: x * 2 + 1, dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # s is dim 1; a 1-d input has none
+        for x in (torch.randn(4, 3), torch.randn(4, 5), torch.randn(4, 6), torch.randn(7), torch.randn(2, 3, 4)):
+            close(c(x.to(dev)), x * 2 + 1)
+    assert c._dyn is not None and len(c.plans) == 3  # (4, 3), then (7) and (2, 3, 4) on their own
+
+
 def test_static_sizes_compile_as_before(dev):
     c = opscope.compile(lambda x: torch.exp(x * 2 + 1), dynamic=True)
     x = torch.randn(4, 8)
