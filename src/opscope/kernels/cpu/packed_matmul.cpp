@@ -18,11 +18,12 @@ namespace opscope::cpu_kernels {
 namespace {
 
 constexpr int64_t kMinColumnsPerCore = 64;
-// Column chunks per core: each core runs two in turn. Half as many columns a chunk keep its
-// packed weights and output nearer the core (compiled GPT-2 11.4-12.4 -> 10.5-11.3 ms,
+// f32 column chunks per core: each core runs two in turn. Half as many columns a chunk keep
+// its packed weights and output nearer the core (compiled GPT-2 11.4-12.4 -> 10.5-11.3 ms,
 // nn.TransformerEncoder 10.3-11.9 -> 10.0-11.4, ViT-B/16 111-117 -> 109-116; four a core
-// were slower than two).
-constexpr int64_t kChunksPerCore = 2;
+// were slower than two). bf16 chunks, half the bytes already, stay one a core: two made
+// compiled bf16 GPT-2 0.86-0.87x -> 0.88-0.90x eager.
+constexpr int64_t kF32ChunksPerCore = 2;
 constexpr int64_t kMinRows = 16;                    // fewer rows: the matrix-vector kernels' shape
 constexpr int64_t kMinFlops = int64_t(1) << 23;     // below this the primitive's own cost shows
 
@@ -104,7 +105,8 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   if (lda == 0 || M < kMinRows || 2 * M * N * K < kMinFlops) return nullptr;
   const int64_t sbk = b.strides()[b.ndim() - 2], sbn = b.strides()[b.ndim() - 1];
   if (bias && (bias->ndim() != 1 || bias->shape()[0] != N || (N > 1 && bias->strides()[0] != 1))) return nullptr;
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(kChunksPerCore * cores, N / kMinColumnsPerCore));
+  const int64_t per_core = dtype == DType::f32 ? kF32ChunksPerCore : 1;
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(per_core * cores, N / kMinColumnsPerCore));
   if (cores > 1 && chunks < 2) return nullptr;  // one chunk would leave the other cores idle
 
   auto p = std::shared_ptr<PackedMatmul>(new PackedMatmul());
