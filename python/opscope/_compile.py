@@ -86,6 +86,9 @@ def _lower_binary(op):
                 raise _Unlowered("alpha")
             return [("mul", [ref(b)], [], [float(alpha)], 0), (op, [ref(a), -1], [], [], 0)]
         if isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node):
+            da, db = _val(a).dtype, _val(b).dtype
+            if da != db:  # opscope's ops take one dtype; the eager op promotes as torch does
+                raise _Unlowered(f"operands of dtypes {da} and {db}")
             return [(op, [ref(a), ref(b)], [], [], 0)]
         if isinstance(a, torch.fx.Node) and isinstance(b, (int, float)) and not isinstance(b, bool):
             return [(op, [ref(a)], [], [float(b)], 0)]

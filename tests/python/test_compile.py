@@ -295,6 +295,22 @@ def test_passes_choose_what_the_compiler_runs(dev):
         opscope.compile(naive_rms_norm, passes=("fusion",))
 
 
+def test_operands_of_two_dtypes_run_eagerly_and_promote_as_torch(dev):
+    # A Llama-style rope in a bf16 model: f32 positions times its bf16 inv_freq buffer.
+    def f(pos, inv_freq):
+        return torch.cat([pos[:, None].float() * inv_freq[None, :]] * 2, -1).cos()
+
+    pos, inv = torch.arange(5), (1.0 / 10000 ** (torch.arange(0, 8, 2) / 8)).to(torch.bfloat16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = opscope.compile(f)(pos.to(dev), inv.to(dev))
+    want = f(pos, inv)
+    assert got.dtype == want.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    assert any("aten.mul.Tensor runs eagerly (operands of dtypes torch.float32 and torch.bfloat16)" in str(w.message)
+               for w in caught), [str(w.message) for w in caught]
+
+
 def test_bad_input():
     with pytest.raises(TypeError, match=r"\[opscope.compile\] expected a function or an nn.Module"):
         opscope.compile(3)
