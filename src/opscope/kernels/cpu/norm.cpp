@@ -48,14 +48,22 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 #endif
 }
 
-// x clamped to [lo, hi] per lane, NaN passing: vmaxps and vminps under AVX-512 (GCC 12
-// makes a compare and a blend of each ?:, on the exp's critical path).
-[[gnu::always_inline]] inline f32x16 clamp16(f32x16 x, float lo, float hi) {
+// a > b ? a : b per lane, so b where either is NaN: one vmaxps under AVX-512 (GCC 12 makes
+// a compare and a blend of the ?:, on the exp's critical path).
+[[gnu::always_inline]] inline f32x16 max16(f32x16 a, f32x16 b) {
 #if defined(__AVX512F__)
-  __m512 v = _mm512_maskz_max_ps(0xffff, _mm512_set1_ps(lo), std::bit_cast<__m512>(x));  // NaN: the second operand
-  return std::bit_cast<f32x16>(_mm512_maskz_min_ps(0xffff, _mm512_set1_ps(hi), v));
+  return std::bit_cast<f32x16>(_mm512_maskz_max_ps(0xffff, std::bit_cast<__m512>(a), std::bit_cast<__m512>(b)));
 #else
-  x = lo > x ? splat16(lo) : x;
+  return a > b ? a : b;
+#endif
+}
+
+// x clamped to [lo, hi] per lane, NaN passing: vmaxps and vminps under AVX-512.
+[[gnu::always_inline]] inline f32x16 clamp16(f32x16 x, float lo, float hi) {
+  x = max16(splat16(lo), x);
+#if defined(__AVX512F__)
+  return std::bit_cast<f32x16>(_mm512_maskz_min_ps(0xffff, _mm512_set1_ps(hi), std::bit_cast<__m512>(x)));
+#else
   return hi < x ? splat16(hi) : x;
 #endif
 }
@@ -82,13 +90,7 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 // y = (x - m) log2(e), 2^n * p(y - n), p a degree-4 fit of 2^f on [-0.5, 0.5]. y is at most
 // 0 (m is the row's max); -inf and y below -150 give 0, NaN stays NaN.
 [[gnu::always_inline]] inline f32x16 exp_shifted16_for_half(f32x16 x, float m) {
-#if defined(__AVX512F__)  // NaN passes as the second operand
-  f32x16 y = std::bit_cast<f32x16>(
-      _mm512_maskz_max_ps(0xffff, _mm512_set1_ps(-150.0f), std::bit_cast<__m512>((x - m) * 1.44269504088896341f)));
-#else
-  f32x16 y = (x - m) * 1.44269504088896341f;
-  y = -150.0f > y ? splat16(-150.0f) : y;
-#endif
+  f32x16 y = max16(splat16(-150.0f), (x - m) * 1.44269504088896341f);  // NaN passes
   f32x16 n = round16(y), f = y - n;
   f32x16 p = splat16(9.57000907510519e-3f);
   p = p * f + 5.591786280274391e-2f;
@@ -156,13 +158,7 @@ template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n,
 // sum and so every output of the row NaN anyway, as in torch. (row_extreme's NaN tracking
 // took a third of this pass.) An all -inf row gives -inf, and NaN outputs as in torch.
 template <class T> float softmax_row_max(const T* x, int64_t n) {
-  auto max_of = [](f32x16 a, f32x16 b) {  // b where a is NaN
-#if defined(__AVX512F__)  // GCC 12 makes a compare and a masked move of the ?: below
-    return std::bit_cast<f32x16>(_mm512_maskz_max_ps(0xffff, std::bit_cast<__m512>(a), std::bit_cast<__m512>(b)));
-#else
-    return a > b ? a : b;
-#endif
-  };
+  auto max_of = [](f32x16 a, f32x16 b) { return max16(a, b); };  // the running max b where a is NaN
   f32x16 m0 = f32x16{} - INFINITY, m1 = m0;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
