@@ -56,21 +56,23 @@ def _walk(a, ints, shape):
         shape.append(("const", repr(a)))
 
 
-def layout_ints(t):
+def _sizes_strides(t):
     """A tensor's sizes, then its strides (0 for a dim of size 1, whose stride nothing reads:
-    torch gives a leading (1, s, s) mask the stride s * s), then -1."""
+    torch gives a leading (1, s, s) mask the stride s * s), as one tuple."""
     shape = tuple(t.shape)
-    return list(shape) + [0 if n == 1 else int(d) for n, d in zip(shape, t.stride())] + [-1]
+    return shape + tuple(0 if n == 1 else int(d) for n, d in zip(shape, t.stride()))
 
 
 def _layout(node):
-    """A node's tensors' layout_ints, one list, or empty for no tensor."""
+    """A node's tensors' _sizes_strides, each followed by -1, as one list (empty for no
+    tensor)."""
     v = node.meta.get("val")
     vals = v if isinstance(v, (tuple, list)) else (v,)
     out = []
     for t in vals:
         if isinstance(t, torch.Tensor):
-            out.extend(layout_ints(t))  # -1 between tensors: a shape that changes rank does not line up
+            out.extend(_sizes_strides(t))
+            out.append(-1)  # a shape that changes rank does not line up
     return out
 
 
@@ -103,14 +105,15 @@ class Fit:
     """What two traces agree on: the size s (placeholder `sym_leaf`'s dimension `sym_dim`),
     each changing integer as (a, b), and which nodes move with s."""
 
-    def __init__(self, sym_leaf, sym_dim, args_fit, layout_fit, dynamic, n_placeholders):
+    def __init__(self, sym_leaf, sym_dim, args_fit, layout_fit, dynamic, structure, checked):
         self.sym_leaf, self.sym_dim = sym_leaf, sym_dim
         self.args_fit = args_fit      # node index -> [Affine per int of its arguments]
         self.layout_fit = layout_fit  # node index -> [Affine per int of its layout]: the inputs,
         #                               and the nodes whose layout does not move
         self.dynamic = dynamic        # node index -> why it runs eagerly
-        self.n_placeholders = n_placeholders
-        self.checked = set()          # sizes traced to check the fit
+        self._structure = structure   # per node: _structure() of its fingerprint entry
+        self.n_placeholders = sum(1 for st in structure if st[0] == "placeholder")
+        self.checked = set(checked)   # sizes traced to check the fit
         self._input_checks = None
 
     def size_of(self, flat):
@@ -139,8 +142,7 @@ class Fit:
         for t, (dtype, device, fixed, moving) in zip(flat, self._inputs()):
             if t.dtype != dtype:
                 return False
-            shape = tuple(t.shape)
-            got = shape + tuple(0 if n == 1 else d for n, d in zip(shape, t.stride()))
+            got = _sizes_strides(t)
             if len(got) != len(fixed):
                 return False
             if moving:
@@ -226,11 +228,7 @@ def fit(fp1, fp2):
             dynamic[i] = "its integer arguments change with the dynamic size"
         elif any(k[0] == "node" and k[1] in moves_layout for k in a[2] if isinstance(k, tuple)):
             dynamic[i] = "an input's shape or strides change with the dynamic size"
-    n_ph = sum(1 for a in fp1 if a[0] == "placeholder")
-    f = Fit(leaf, dim, args_fit, layout_fit, dynamic, n_ph)
-    f._structure = [_structure(a) for a in fp2]
-    f.checked = {s1, s2}
-    return f, None
+    return Fit(leaf, dim, args_fit, layout_fit, dynamic, [_structure(a) for a in fp2], (s1, s2)), None
 
 
 def mark(gm, f):
