@@ -61,6 +61,9 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    for flag in ("steps", "layers", "rounds"):
+        if getattr(args, flag) < 1:
+            ap.error(f"--{flag}: expected a positive count, got {getattr(args, flag)}")
     dev = opscope.device()
     torch.set_num_threads(len(os.sched_getaffinity(0)))  # the device's cores: every hardware thread
     load = os.getloadavg()[0]
