@@ -65,10 +65,16 @@ void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int6
   for (int64_t i = 0; i < m; ++i) row_from_f32(fc + i * n, c + i * ldc, n);
 }
 
+// Below this many multiply-adds a product converts to f32 for sgemm. oneDNN makes (jits) a
+// kernel for each new shape, ~0.4 ms: decode's attention over a cache that grows a token a
+// step is a new shape each step, and took 0.78 ms of a 7.8 ms bf16 token that way.
+constexpr int64_t kMinNativeMacs = int64_t(1) << 18;
+
 // C = A @ B in the 16-bit type itself, where the CPU multiplies it (bf16: gemm_bf16.h);
 // false: the caller converts to f32.
 template <class T> bool gemm_native(Mat<T>, Mat<T>, T*, int64_t, int64_t, int64_t, int64_t) { return false; }
 bool gemm_native(Mat<bf16_t> a, Mat<bf16_t> b, bf16_t* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  if (m * n * k < kMinNativeMacs) return false;
   return gemm_bf16(a.p, a.s_r, a.s_c, b.p, b.s_r, b.s_c, c, ldc, m, n, k);
 }
 
