@@ -252,6 +252,21 @@ TEST(Matmul, ABiasIsAddedInTheSameLaunch) {
   EXPECT_EQ(empty_k.to_float_vector(), add(matmul(empty({3, 0}), empty({0, 5})), randn({5}, 22)).to_float_vector());
 }
 
+// A matrix-vector product reads its weight once, so it shares out by bytes, not flops: a
+// small model's 1376x512 bf16 projection (1.4 MB) splits into chunks of ~64 KB, which the
+// cores share (by flops, 2 MFLOP stayed one chunk, on one core).
+TEST(Matmul, GemvSharesOutItsWeightByBytes) {
+  Tensor x = randn({1, 512}, 34, DType::bf16), w = randn({1376, 512}, 35, DType::bf16), out = empty({1, 1376}, DType::bf16);
+  LaunchSpec spec = cpu_kernels::matmul_spec(out, x, w.transpose(0, 1));
+  ASSERT_EQ(spec.name, "gemv_bf16");
+  EXPECT_EQ(spec.work, 22);  // 1376 rows, 64 a block of 64 KB
+  EXPECT_EQ(spec.grain, 1);
+  Tensor x32 = randn({1, 64}, 36), w32 = randn({4096, 64}, 37), out32 = empty({1, 4096});
+  LaunchSpec narrow = cpu_kernels::matmul_spec(out32, x32, w32.transpose(0, 1));
+  EXPECT_EQ(narrow.work, 64);
+  EXPECT_EQ(narrow.grain, 4) << "blocks of 16 KB go four to a chunk";
+}
+
 // Each sgemm call packs its operands: a core given one 64-column block at a time repacks the
 // same rows of A for every block. A launch's chunks span at least four blocks while each core
 // still gets work, and a product of only two blocks still splits.

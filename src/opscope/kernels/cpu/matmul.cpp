@@ -21,6 +21,9 @@ namespace {
 
 constexpr int64_t kSliceBlock = 64;                  // rows (or columns) of C per work unit
 constexpr int64_t kMinFlopsPerCore = int64_t(1) << 21;  // below this a second core costs more than it helps
+// gemv is bound by reading the weight (2 flops per element), so its share is in bytes: by
+// flops a 1376x512 bf16 weight (1.4 MB, ~60 us on one core) stayed on one core.
+constexpr int64_t kMinGemvBytesPerCore = int64_t(64) << 10;
 // A gemm call packs its operands once per call: a chunk of one 64-column block repacks the
 // same rows of A for each block (128x2048 by 2048x512 ran at 0.6x the rate of 256-column calls).
 constexpr int64_t kMinBlocksPerCall = 4;
@@ -126,6 +129,8 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b, cons
   const int64_t ldw = N == 1 ? std::max<int64_t>(K, 1) : sbn;
   if (gemv_rows_of_b) {
     spec.name = fmt::format("gemv_{}", dtype_name(out.dtype()));
+    const int64_t unit_bytes = std::min(extent, kSliceBlock) * K * int64_t(itemsize(out.dtype()));
+    spec.grain = std::max<int64_t>(1, kMinGemvBytesPerCore / std::max<int64_t>(unit_bytes, 1));
     OPSCOPE_DISPATCH_FLOAT(out.dtype(), T, [&] {
       const T* ap = a.data<T>();
       const T* bp = b.data<T>();
