@@ -820,8 +820,14 @@ class CompiledFunction:
         return (names, shape, sig if sig is not None else _signature(flat)), names, state, flat
 
     def _plan(self, args):
+        """The plan a call with `args` runs, compiling its signature where none does: with
+        dynamic=True, the plan for every size where it takes this call (as __call__ finds
+        it, without a trace); (plan, the call's flat inputs)."""
         key, names, state, flat = self._key(args)
-        return self._build(key, names, state, args), flat
+        plan = self.plans.get(key)
+        if plan is None and self._dyn is not None and key[:2] == self._dyn_key and self._dyn[0].accepts(flat):
+            plan = self._dyn[1]
+        return plan if plan is not None else self._build(key, names, state, args), flat
 
     def _build(self, key, names, state, args):
         plan = self.plans.get(key)

@@ -32,7 +32,8 @@ import time
 import torch
 
 from . import _device
-from ._compile import _VIEWS as _LOWERED_VIEWS, CompiledFunction, compile as _compile, eager_call, origin
+from ._dynamic import Affine
+from ._compile import _VIEWS as _LOWERED_VIEWS, CompiledFunction, _flat_args, compile as _compile, eager_call, origin
 
 aten = torch.ops.aten
 
@@ -124,11 +125,23 @@ def _roofline_ms(nbytes, flops, dev):
     return max(nbytes / copy, flops / mm) * 1e3
 
 
-class _Eager:
-    """Nodes run one by one, as eager torch runs them, on values from `env`."""
+def _at(a, s):
+    """A dynamic plan's argument at size s: its Affine integers evaluated."""
+    if isinstance(a, Affine):
+        return a.at(s)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_at(x, s) for x in a)
+    if isinstance(a, dict):
+        return {k: _at(v, s) for k, v in a.items()}
+    return a
 
-    def __init__(self, nodes, env):
-        self.nodes = nodes
+
+class _Eager:
+    """Nodes run one by one, as eager torch runs them, on values from `env`; `s`: a dynamic
+    plan's size for this call (its eager nodes' Affine integers follow it)."""
+
+    def __init__(self, nodes, env, s=None):
+        self.nodes, self.s = nodes, s
         self.inputs = {a: env[a] for n in nodes for a in n.all_input_nodes if a not in nodes}
 
     def __call__(self):
@@ -136,6 +149,8 @@ class _Eager:
         for n in self.nodes:
             target, args, kwargs = eager_call(n)
             args, kwargs = torch.fx.node.map_arg((args, kwargs), env.__getitem__)
+            if self.s is not None:
+                args, kwargs = _at(args, self.s), _at(kwargs, self.s)
             env[n] = target(*args, **kwargs)
         return env
 
@@ -145,6 +160,7 @@ class _Eager:
         costs = []
         for n in self.nodes:
             args = torch.fx.node.map_arg(n.args, env.__getitem__)
+            args = args if self.s is None else _at(args, self.s)
             nbytes = 0 if n.target in _VIEWS else _bytes(list(args)) + _bytes(env[n])
             costs.append((nbytes, _flops(n, args, env[n])))
         return costs
@@ -219,9 +235,9 @@ def _mutates(node):
     return schema is not None and schema.is_mutable
 
 
-def _eager_row(plan, node, env, dev, repeats):
+def _eager_row(plan, node, env, dev, repeats, s=None):
     """An eager node, timed; one that writes into its inputs runs (and is timed) once only."""
-    eager, values = _Eager([node], env), {}
+    eager, values = _Eager([node], env, s), {}
     if _mutates(node):
         ms = _time_s(lambda: values.update(eager())) * 1e3
     else:
@@ -239,6 +255,7 @@ def explain_plan(name, plan, flat, repeats=5):
     dev = next(t.device for t in flat if isinstance(t, torch.Tensor))
     order = {n: i for i, n in enumerate(plan.gm.graph.nodes)}
     rows = []
+    s = None if plan.size is None else flat[plan.size[0]].shape[plan.size[1]]  # dynamic=True: this call's size
     with torch.no_grad():
         env = plan.initial_env(flat)
         for kind, item in plan.steps:
@@ -246,13 +263,15 @@ def explain_plan(name, plan, flat, repeats=5):
                 k = sum(r.kind == "region" for r in rows)
                 row, values = _region_row(k, item, env, order, dev, repeats)
             else:
-                row, values = _eager_row(plan, item, env, dev, repeats)
+                row, values = _eager_row(plan, item, env, dev, repeats, s)
             rows.append(row)
             env.update(values)
         out = next(n for n in plan.gm.graph.nodes if n.op == "output").args[0]
         output = torch.fx.node.map_arg(out, env.__getitem__)
     args = flat[len(plan.state):]
     signature = ", ".join(f"{t.dtype}{tuple(t.shape)}".replace("torch.", "") for t in args)
+    if s is not None:
+        signature += f"; the dynamic plan at s = {s}"
     return Explanation(name, signature, repeats, rates(dev), rows, output)
 
 
@@ -347,14 +366,18 @@ class Explanation:
 def explain(fn, *args, repeats=5):
     """For the signature of `args`: each region of fn's compiled graph and what it became, each
     eager node and why, with predicted (a roofline estimate) and measured times against the
-    eager ops (see the module doc). fn: a function, an nn.Module or an opscope.compile result."""
+    eager ops (see the module doc). fn: a function, an nn.Module or an opscope.compile result;
+    args: tensors, or lists, tuples and dicts of them (a KV cache), as opscope.compile takes.
+    A compile result with dynamic=True explains the plan its call would run: the plan for every
+    size where it takes these arguments, its eager steps at their size s."""
     if not callable(fn):
         raise TypeError(f"[opscope.explain] expected a function or an nn.Module, got {type(fn).__name__}")
     if not args:
         raise TypeError("[opscope.explain] no arguments: explain compiles and times fn for the arguments given")
-    bad = [type(a).__name__ for a in args if not isinstance(a, torch.Tensor)]
+    bad = [type(a).__name__ for a in _flat_args(args)[0] if not isinstance(a, torch.Tensor)]
     if bad:
-        raise TypeError(f"[opscope.explain] every argument must be a tensor (got {', '.join(bad)})")
+        raise TypeError(f"[opscope.explain] every argument must be a tensor, or lists, tuples or dicts of tensors "
+                        f"(got {', '.join(bad)})")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"[opscope.explain] repeats: expected a positive int, got {repeats!r}")
     compiled = fn if isinstance(fn, CompiledFunction) else _compile(fn)

@@ -138,3 +138,25 @@ def test_prompts_of_several_lengths_share_one_plan(dev):
     assert not c._dyn[1].regions
     assert any("every op follows s, so the plan runs eagerly" in m for m in messages), messages
     assert len(calls) == 3, messages  # 5 and 6 fitted, 7 checked; 8, a power of two, never called
+
+
+def test_explain_runs_the_dynamic_plan_a_decode_step_takes(dev):
+    """opscope.explain on a learnt dynamic plan: the KV cache (a list of pairs) is taken as
+    compile takes it, the plan is the one the call runs (no trace), its eager steps run at
+    this call's size s, and the steps' output is the decoder's."""
+    model, c, calls = small_decoder(dev, 3)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logits, cache = model(torch.randint(0, 128, (1, 9)).to(dev))
+        nxt = logits[:, -1:].argmax(-1)
+        for _ in range(6):
+            _, cache = c(nxt, cache)
+        assert c._dyn is not None
+        traces = len(calls)
+        e = opscope.explain(c, nxt, cache, repeats=1)
+        want, _ = model(nxt, cache)
+    assert len(calls) == traces, "explain traced again instead of taking the dynamic plan"
+    s = cache[0][0].shape[2]
+    assert f"the dynamic plan at s = {s}" in str(e)
+    assert e.regions and any("dynamic size" in r.reason for r in e.eager)
+    close(e.output[0], want)

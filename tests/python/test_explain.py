@@ -128,7 +128,7 @@ def test_compile_explain_prints_the_table_once_per_signature(dev, capsys):
 @pytest.mark.parametrize("call,message", [
     (lambda x: opscope.explain(3, x), "expected a function or an nn.Module, got int"),
     (lambda x: opscope.explain(torch.exp), "no arguments"),
-    (lambda x: opscope.explain(torch.add, x, 2.0), "every argument must be a tensor (got float)"),
+    (lambda x: opscope.explain(torch.add, x, 2.0), "every argument must be a tensor, or lists, tuples or dicts of tensors (got float)"),
 ])
 def test_bad_input_says_what_is_wrong(dev, call, message):
     with pytest.raises(TypeError) as e:
