@@ -13,6 +13,7 @@ other node compiles once, for all sizes.
 """
 import torch
 
+from . import _C
 from ._graph_rewrites import eager_call
 
 __all__ = ["Affine", "Fit", "fingerprint", "fit", "mark"]
@@ -115,13 +116,15 @@ class Fit:
         self.n_placeholders = sum(1 for st in structure if st[0] == "placeholder")
         self.checked = set(checked)   # sizes traced to check the fit
         self._input_checks = None
+        self._fixed_key = None        # the signature key of the inputs that do not follow s, once taken
 
     def size_of(self, flat):
         return int(flat[self.sym_leaf].shape[self.sym_dim])
 
     def _inputs(self):
         """Per input: (dtype, device, its layout's constant ints with None where they follow
-        s, [(position, a, b)] of those): made once, read on every call."""
+        s, [(position, a, b)] of those): made once, read on every call. Also which inputs
+        have a dim that follows s (a KV cache) and which do not (the parameters)."""
         if self._input_checks is None:
             checks = []
             for i in range(self.n_placeholders):
@@ -131,30 +134,42 @@ class Fit:
                 dtype, device = self._structure[i][3]
                 checks.append((dtype, torch.device(device), fixed, moving))
             self._input_checks = checks
+            self._moving = [i for i, c in enumerate(checks) if c[3]]
+            self._fixed = [i for i, c in enumerate(checks) if not c[3]]
         return self._input_checks
+
+    @staticmethod
+    def _takes(t, check, s):
+        dtype, device, fixed, moving = check
+        if t.dtype != dtype:
+            return False
+        got = _sizes_strides(t)
+        if len(got) != len(fixed):
+            return False
+        if moving:
+            got = list(got)
+            for k, a, b in moving:
+                if got[k] != a * s + b:
+                    return False
+                got[k] = None
+            got = tuple(got)
+        return got == fixed and t.device == device
 
     def accepts(self, flat):
         """Whether the inputs' dtypes, devices, shapes and strides are the fit's at their
-        size s (on every decode step: kept to tuple compares)."""
+        size s. On every decode step: the inputs that do not follow s (the parameters, most
+        of them) are checked once per layout, by their exact signature key (checked one by
+        one, 49 inputs took 50 us a step)."""
         if len(flat) != self.n_placeholders or flat[self.sym_leaf].dim() <= self.sym_dim:
             return False
         s = self.size_of(flat)
-        for t, (dtype, device, fixed, moving) in zip(flat, self._inputs()):
-            if t.dtype != dtype:
+        checks = self._inputs()
+        key = _C._signature_key([flat[i] for i in self._fixed])
+        if key is None or key != self._fixed_key:
+            if not all(self._takes(flat[i], checks[i], s) for i in self._fixed):
                 return False
-            got = _sizes_strides(t)
-            if len(got) != len(fixed):
-                return False
-            if moving:
-                got = list(got)
-                for k, a, b in moving:
-                    if got[k] != a * s + b:
-                        return False
-                    got[k] = None
-                got = tuple(got)
-            if got != fixed or t.device != device:
-                return False
-        return True
+            self._fixed_key = key
+        return all(self._takes(flat[i], checks[i], s) for i in self._moving)
 
     def matches(self, fp, s):
         """Whether a trace at size s is what the fit predicts: the same ops on the same

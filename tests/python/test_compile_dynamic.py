@@ -7,6 +7,7 @@ import warnings
 import torch
 
 import opscope
+from opscope._compile import _flat_args
 import llama_hf
 
 
@@ -160,3 +161,27 @@ def test_explain_runs_the_dynamic_plan_a_decode_step_takes(dev):
     assert f"the dynamic plan at s = {s}" in str(e)
     assert e.regions and any("dynamic size" in r.reason for r in e.eager)
     close(e.output[0], want)
+
+
+def test_a_parameter_with_another_layout_is_not_taken_by_the_plan(dev):
+    """The plan checks the inputs that do not follow s once per layout (by their signature
+    key): a weight replaced by one of another layout after that is checked again, refused,
+    and the call compiles for it, equal to eager."""
+    model, c, _ = small_decoder(dev, 4)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logits, cache = model(torch.randint(0, 128, (1, 9)).to(dev))
+        nxt = logits[:, -1:].argmax(-1)
+        for _ in range(6):
+            _, cache = c(nxt, cache)
+        fit, _ = c._dyn
+        _, state = c._state()
+        leaves, _ = _flat_args((nxt, cache))
+        assert fit.accepts(state + leaves)
+        w = model.lm_head.weight
+        model.lm_head.weight = torch.nn.Parameter(w.t().contiguous().t())  # the same values, column-major
+        _, state = c._state()
+        assert not fit.accepts(state + leaves)
+        got, _ = c(nxt, cache)
+        want, _ = model(nxt, cache)
+    close(got, want)
