@@ -129,9 +129,11 @@ template <class T> [[gnu::always_inline]] inline void prefetch_l2(const T* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
 }
 
-// t[i] = e^(x[i] - m), returning their sum. The tail is 16 lanes padded with -inf (e^-inf
-// adds 0). `next`: a row of n to prefetch meanwhile, or null.
-template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const T* next) {
+// t[i] = e^(x[i] - m), as precise as a softmax into E needs, returning their sum. The tail
+// is 16 lanes padded with -inf (e^-inf adds 0). `next`: a row of n to prefetch meanwhile, or
+// null.
+template <class E, class T, class N>
+inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* next) {
   f32x16 a0 = {}, a1 = {};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -139,7 +141,7 @@ template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n,
       prefetch_l2(next + i);
       prefetch_l2(next + i + 16);
     }
-    f32x16 e0 = exp_shifted16<T>(load_f32x16(x + i), m), e1 = exp_shifted16<T>(load_f32x16(x + i + 16), m);
+    f32x16 e0 = exp_shifted16<E>(load_f32x16(x + i), m), e1 = exp_shifted16<E>(load_f32x16(x + i + 16), m);
     store_f32x16(t + i, e0, false);
     store_f32x16(t + i + 16, e1, false);
     a0 += e0;
@@ -147,7 +149,7 @@ template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n,
   }
   for (; i < n; i += 16) {
     int64_t k = std::min<int64_t>(16, n - i);
-    f32x16 e = exp_shifted16<T>(load_f32x16_tail(x + i, k, -INFINITY), m);
+    f32x16 e = exp_shifted16<E>(load_f32x16_tail(x + i, k, -INFINITY), m);
     std::memcpy(t + i, &e, size_t(k) * sizeof(float));
     a0 += e;
   }
@@ -157,15 +159,27 @@ template <class T> inline float exp_shifted_row(const T* x, float* t, int64_t n,
 // The row's max for its softmax. NaN is not tracked: a NaN in the row makes its e^, their
 // sum and so every output of the row NaN anyway, as in torch. (row_extreme's NaN tracking
 // took a third of this pass.) An all -inf row gives -inf, and NaN outputs as in torch.
-template <class T> float softmax_row_max(const T* x, int64_t n) {
+// With kKeep (bf16, f16), the row converted to f32 is stored there as well: the exp pass
+// then loads f32 lanes from L1 instead of converting the halves a second time.
+template <class T, bool kKeep = false> float softmax_row_max(const T* x, int64_t n, float* keep = nullptr) {
   auto max_of = [](f32x16 a, f32x16 b) { return max16(a, b); };  // the running max b where a is NaN
   f32x16 m0 = f32x16{} - INFINITY, m1 = m0;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    m0 = max_of(load_f32x16(x + i), m0);
-    m1 = max_of(load_f32x16(x + i + 16), m1);
+    f32x16 v0 = load_f32x16(x + i), v1 = load_f32x16(x + i + 16);
+    if constexpr (kKeep) {
+      store_f32x16(keep + i, v0, false);
+      store_f32x16(keep + i + 16, v1, false);
+    }
+    m0 = max_of(v0, m0);
+    m1 = max_of(v1, m1);
   }
-  for (; i < n; i += 16) m0 = max_of(load_f32x16_tail(x + i, std::min<int64_t>(16, n - i), -INFINITY), m0);
+  for (; i < n; i += 16) {
+    int64_t k = std::min<int64_t>(16, n - i);
+    f32x16 v = load_f32x16_tail(x + i, k, -INFINITY);
+    if constexpr (kKeep) std::memcpy(keep + i, &v, size_t(k) * sizeof(float));
+    m0 = max_of(v, m0);
+  }
   return fold_lanes(max_of(m0, m1), max_of);
 }
 
@@ -173,7 +187,15 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
   float* t = thread_row(n);
   for (int64_t r = b; r < e; ++r) {
     const T* xr = x + r * n;
-    float inv = 1.0f / exp_shifted_row(xr, t, n, softmax_row_max(xr, n), r + 1 < e ? xr + n : nullptr);
+    const T* next = r + 1 < e ? xr + n : nullptr;
+    float sum;
+    if constexpr (std::is_same_v<T, float>) {
+      sum = exp_shifted_row<T>(xr, t, n, softmax_row_max(xr, n), next);
+    } else {  // halves: converted once, in the max pass, into t; e^ over t in place
+      float m = softmax_row_max<T, true>(xr, n, t);
+      sum = exp_shifted_row<T>(static_cast<const float*>(t), t, n, m, next);
+    }
+    float inv = 1.0f / sum;
     map_row(y + r * n, n, stream, [inv](f32x16 v) { return v * inv; }, t);
   }
   end_stream(stream);
@@ -184,7 +206,7 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
 void softmax_rows_inplace(float* x, int64_t rows, int64_t n, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {
     float* xr = x + r * ld;  // e^(x - max) written over x: each lane is loaded before it is stored
-    float inv = 1.0f / exp_shifted_row(xr, xr, n, softmax_row_max(xr, n), r + 1 < rows ? xr + ld : nullptr);
+    float inv = 1.0f / exp_shifted_row<float>(xr, xr, n, softmax_row_max(xr, n), r + 1 < rows ? xr + ld : nullptr);
     map_row(xr, n, false, [inv](f32x16 v) { return v * inv; }, xr);
   }
 }
