@@ -676,3 +676,48 @@ TEST(Elementwise, DivRoundingModes) {
   }
   EXPECT_EQ(div(from_host_i64({9}, {1}), 2.0, RoundingMode::floor).to_vector<int64_t>()[0], 4);
 }
+
+// remainder (Python's %): integers against a - floor(a / b) * b in C++ (every sign pair, the
+// minimum over -1 giving 0), floats against fmod moved by b (the sign of the divisor), both
+// operand orders with a scalar; a zero integer divisor is a kernel error naming remainder.
+TEST(Elementwise, RemainderTakesTheDivisorsSign) {
+  std::vector<int64_t> a, b;
+  for (int64_t x = -13; x <= 13; ++x)
+    for (int64_t y : {-7, -4, -3, -1, 1, 2, 5, 13}) a.push_back(x), b.push_back(y);
+  a.push_back(std::numeric_limits<int64_t>::min()), b.push_back(-1);
+  const Shape s{int64_t(a.size())};
+  for (DType dt : {DType::i64, DType::i32}) {
+    Tensor ta = from_host_i64(a, s).to(dt), tb = from_host_i64(b, s).to(dt);
+    std::vector<int64_t> r = remainder(ta, tb).to(DType::i64).to_vector<int64_t>();
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      int64_t m = a[i] % b[i];
+      if (m != 0 && ((m < 0) != (b[i] < 0))) m += b[i];
+      ASSERT_EQ(r[i], m) << a[i] << " % " << b[i] << " " << dtype_name(dt);
+    }
+    if (dt == DType::i64) {
+      EXPECT_EQ(r.back(), 0) << "the minimum % -1";
+    }
+    EXPECT_EQ(remainder(ta, 4.0).to(DType::i64).to_vector<int64_t>()[0], 3);    // -13 % 4
+    EXPECT_EQ(remainder(-13.0, tb).to(DType::i64).to_vector<int64_t>()[0], -6);  // -13 % -7
+  }
+  std::vector<float> fa = {5.5f, -5.5f, 5.5f, -5.5f, 0.0f, -0.0f, 7.0f, 1e30f}, fb = {2.f, 2.f, -2.f, -2.f, 3.f, 3.f, 0.f, 3.f};
+  Tensor x = from_host(fa, {8}), y = from_host(fb, {8});
+  std::vector<float> r = remainder(x, y).to_float_vector();
+  for (size_t i = 0; i < fa.size(); ++i) {
+    float m = std::fmod(fa[i], fb[i]);
+    if (m != 0 && ((m < 0) != (fb[i] < 0))) m += fb[i];
+    if (std::isnan(m)) {
+      EXPECT_TRUE(std::isnan(r[i])) << fa[i] << " % " << fb[i];
+      continue;
+    }
+    EXPECT_EQ(r[i], m) << fa[i] << " % " << fb[i];
+    EXPECT_EQ(std::signbit(r[i]), std::signbit(m)) << fa[i] << " % " << fb[i];
+  }
+  try {
+    remainder(from_host_i64({8, 8}, {2}), from_host_i64({4, 0}, {2})).to_vector<int64_t>();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ZeroDivisionError"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("[remainder]", 0), 0u) << e.what();
+  }
+}

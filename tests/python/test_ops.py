@@ -182,6 +182,23 @@ def test_softmax_layer_norm_embedding_cat(dtype):
     assert torch.equal(got.cpu(), want)
 
 
+def test_cat_of_empty_tensors_only_is_an_empty_tensor_of_their_result_type():
+    """A detection head's levels with no box above the threshold: cat of legacy (0,) tensors
+    gives (0,) of the promoted dtype on the device, in the functional and out= forms."""
+    e32, e64 = torch.empty(0), torch.empty(0, dtype=torch.int64)
+    got, want = native(lambda a, b: torch.cat([a, b, a]), e32, e32)
+    assert got.shape == want.shape == (0,) and got.dtype == want.dtype == torch.float32
+    got, want = native(lambda a, b: torch.cat([b, a], dim=0), e32, e64)
+    assert got.shape == want.shape == (0,) and got.dtype == want.dtype == torch.float32
+    got, want = native(lambda b: torch.cat([b, b]), e64)
+    assert got.dtype == want.dtype == torch.int64
+    got, want = native(lambda a: torch.cat([a, a], out=torch.empty(0, device=a.device)), e32)
+    assert got.shape == want.shape == (0,)
+    # beside a non-empty tensor, the empties are skipped as torch skips them
+    got, want = native(lambda a, x: torch.cat([a, x, a]), e32, rand(2, 3))
+    assert torch.equal(got.cpu(), want)
+
+
 @pytest.mark.parametrize("affine", [True, False])
 def test_batch_norm_eval_runs_natively(affine):
     bn = torch.nn.BatchNorm2d(5, affine=affine).eval()

@@ -1,7 +1,7 @@
-"""torch.div's rounding_mode ("trunc", "floor") and floor_divide on the device, against
-torch's CPU kernels: floating and integer dtypes (integers stay integers), signs, exact
-multiples, zero divisors, broadcasting, views, scalars, the in-place and out= forms. Each
-runs natively (no fallback counted)."""
+"""torch.div's rounding_mode ("trunc", "floor"), floor_divide and remainder (%) on the
+device, against torch's CPU kernels: floating and integer dtypes (integers stay integers),
+signs, exact multiples, zero divisors, broadcasting, views, scalars, the in-place and out=
+forms. Each runs natively (no fallback counted)."""
 import pytest
 import torch
 
@@ -12,6 +12,7 @@ FORMS = {
     "trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     "floor_divide": lambda a, b: a // b,
+    "remainder": lambda a, b: a % b,  # detection heads: topk_idxs % num_classes
 }
 
 
@@ -101,3 +102,26 @@ def test_the_minimum_over_minus_one_wraps_instead_of_trapping():
     for mode in ("trunc", "floor"):
         got = torch.div(a, -1, rounding_mode=mode).cpu()
         assert got.tolist() == [lo, -(lo + 1)]
+
+
+def test_remainder_in_place_out_and_a_number_first():
+    a, b = torch.randint(-30, 30, (5, 7)), torch.randint(1, 6, (7,)) * torch.tensor([1, -1, 1, -1, 1, -1, 1])
+    got, want = native(lambda x, y: x.clone().remainder_(y), a, b)
+    assert torch.equal(got.cpu(), want)
+    got, want = native(lambda x, y: torch.remainder(x, y, out=torch.empty_like(x)), a, b)
+    assert torch.equal(got.cpu(), want)
+    got, want = native(lambda y: 7 % y, b)  # remainder.Scalar_Tensor
+    assert torch.equal(got.cpu(), want)
+    x = torch.randn(4, 6) * 10
+    got, want = native(lambda t: torch.remainder(-2.5, t), x)
+    assert_close(got, want)
+    got, want = native(lambda t: t % 3, torch.empty(0, 3))
+    assert got.shape == want.shape == (0, 3)
+
+
+def test_an_integer_zero_remainder_is_an_error_naming_remainder():
+    dev = opscope.device()
+    a, b = torch.tensor([4, 5, 6]).to(dev), torch.tensor([2, 0, 3]).to(dev)
+    with pytest.raises(RuntimeError, match=r"remainder.*ZeroDivisionError"):
+        (a % b).cpu()
+    assert torch.equal((a % torch.tensor([3, 2, -4]).to(dev)).cpu(), torch.tensor([1, 1, -2]))

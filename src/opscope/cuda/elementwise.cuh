@@ -15,7 +15,7 @@ namespace opscope::cuda_impl::dev {
 // Values of cpu_kernels::UnaryOp and BinaryOp.
 enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu, kGeluTanh,
              kHardswish, kHardsigmoid };
-enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor };
+enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor, kRemainder };
 
 __device__ __forceinline__ float sigmoid_f(float x) {
   float e = expf(-fabsf(x));  // <= 1: neither tail overflows
@@ -61,6 +61,10 @@ __device__ __forceinline__ float binary_f(int op, float a, float b) {
       if (d == 0.0f) return copysignf(0.0f, a / b);
       float fl = floorf(d);
       return d - fl > 0.5f ? fl + 1.0f : fl;
+    }
+    case kRemainder: {  // as the CPU kernel: fmod, moved by b where its sign is not b's
+      float r = fmodf(a, b);
+      return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
     }
   }
   return a;

@@ -159,5 +159,17 @@ Tensor div(const Tensor& a, double b, RoundingMode mode) {
   if (mode == RoundingMode::trunc) return binary_scalar("div_trunc", BinaryOp::div_trunc, a, b, false);
   return binary_scalar("div_floor", BinaryOp::div_floor, a, b, false);
 }
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  OPSCOPE_OP("remainder", &a, &b);
+  return binary("remainder", BinaryOp::remainder, a, b);
+}
+Tensor remainder(const Tensor& a, double b) {
+  OPSCOPE_OP("remainder", &a);
+  return binary_scalar("remainder", BinaryOp::remainder, a, b, false);
+}
+Tensor remainder(double a, const Tensor& b) {
+  OPSCOPE_OP("remainder", &b);
+  return binary_scalar("remainder", BinaryOp::remainder, b, a, true);
+}
 
 }  // namespace opscope

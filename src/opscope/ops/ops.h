@@ -70,6 +70,11 @@ Tensor div(double a, const Tensor& b);
 enum class RoundingMode : uint8_t { trunc, floor };
 Tensor div(const Tensor& a, const Tensor& b, RoundingMode mode);
 Tensor div(const Tensor& a, double b, RoundingMode mode);
+// torch.remainder (Python's %): a - floor(a / b) * b, the sign of b; any dtype, integers
+// exact; an integer zero divisor is a kernel error.
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, double b);
+Tensor remainder(double a, const Tensor& b);
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

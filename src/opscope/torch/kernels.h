@@ -95,7 +95,7 @@ void copy_into(const Tensor& dst, const Tensor& src);
 void cpu_fallback(const c10::OperatorHandle& op, Stack* stack);
 
 // ---- the kernels (ops_math.cpp, ops_nn.cpp, ops_conv.cpp); registered by native_functions.cpp ----
-enum class Binary : uint8_t { add, sub, mul, div, pow, maximum, minimum };
+enum class Binary : uint8_t { add, sub, mul, div, pow, maximum, minimum, remainder };
 enum class Unary : uint8_t {
   neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu, hardswish, hardsigmoid,
   floor, ceil, round, trunc, sign, log2, reciprocal, erf

@@ -92,6 +92,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("maximum.out", boxed<binary_kernel<Binary::maximum, F::out>>());
   m.impl("minimum", boxed<binary_kernel<Binary::minimum, F::functional>>());
   m.impl("minimum.out", boxed<binary_kernel<Binary::minimum, F::out>>());
+  // remainder.Scalar is composite: it reaches .Tensor with a wrapped number.
+  m.impl("remainder.Scalar_Tensor", boxed<binary_kernel<Binary::remainder, F::functional>>());
+  m.impl("remainder.Tensor", boxed<binary_kernel<Binary::remainder, F::functional>>());
+  m.impl("remainder_.Tensor", boxed<binary_kernel<Binary::remainder, F::inplace>>());
+  m.impl("remainder.Tensor_out", boxed<binary_kernel<Binary::remainder, F::out>>());
 
   // ---- unary ----
 #define OPSCOPE_UNARY(name, kind)                                              \

@@ -28,6 +28,7 @@ Tensor apply(Binary b, const Tensor& x, const Y& y) {
     case Binary::pow: return pow(x, y);
     case Binary::maximum: return maximum(x, y);
     case Binary::minimum: return minimum(x, y);
+    case Binary::remainder: return remainder(x, y);
   }
   return {};
 }
@@ -41,6 +42,7 @@ std::optional<Tensor> apply(Binary b, double x, const Tensor& y) {
     case Binary::div: return div(x, y);
     case Binary::maximum: return maximum(y, x);
     case Binary::minimum: return minimum(y, x);
+    case Binary::remainder: return remainder(x, y);
     case Binary::pow: return std::nullopt;
   }
   return std::nullopt;
@@ -164,7 +166,7 @@ Operand operand(const c10::IValue& v) {
 }
 
 at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b) {
-  if (b.isTensor()) {
+  if (a.isTensor() && b.isTensor()) {
     const at::Tensor &x = a.toTensor(), &y = b.toTensor();
     // Two dimensioned tensors of one dtype (the common case): that dtype, without
     // at::result_type's full promotion walk.
@@ -175,7 +177,8 @@ at::ScalarType result_type(const c10::IValue& a, const c10::IValue& b) {
   // torch's promotion rules without a trip through the dispatcher (which a profile would
   // record as an aten::result_type op inside every binary op).
   at::native::ResultTypeState st{};
-  st = at::native::update_result_type_state(a.toTensor(), st);
+  st = a.isTensor() ? at::native::update_result_type_state(a.toTensor(), st)
+                    : at::native::update_result_type_state(a.toScalar(), st);  // remainder.Scalar_Tensor
   st = b.isTensor() ? at::native::update_result_type_state(b.toTensor(), st)
                     : at::native::update_result_type_state(b.toScalar(), st);
   return at::native::result_type(st);
@@ -226,7 +229,8 @@ void binary_kernel(const c10::OperatorHandle& op, Stack* s) {
       if (alpha != 1.0) yy = mul(yy, alpha);
       r = apply(B, as_dtype(x, *dt), yy);
     }
-    c.ret(deliver(F, r, F == Form::out ? c.out() : c.tensor(0), c.name()));
+    if constexpr (F == Form::functional) c.ret(deliver(F, r, at::Tensor(), c.name()));  // self may be a number
+    else c.ret(deliver(F, r, F == Form::out ? c.out() : c.tensor(0), c.name()));
   } catch (const opscope::Error& e) {
     c.refused(e);
   }
@@ -381,6 +385,7 @@ OPSCOPE_FORMS(binary_kernel, Binary::div)
 OPSCOPE_FORMS(binary_kernel, Binary::pow)
 OPSCOPE_FORMS(binary_kernel, Binary::maximum)
 OPSCOPE_FORMS(binary_kernel, Binary::minimum)
+OPSCOPE_FORMS(binary_kernel, Binary::remainder)
 OPSCOPE_FORMS(unary_kernel, Unary::neg)
 OPSCOPE_FORMS(unary_kernel, Unary::abs)
 OPSCOPE_FORMS(unary_kernel, Unary::exp)

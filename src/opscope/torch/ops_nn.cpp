@@ -79,6 +79,24 @@ void softmax_kernel(const c10::OperatorHandle& op, Stack* s) {
   run_unary<F>(c, [&](const Tensor& x) { return softmax(x, c.arg(1).toInt()); });
 }
 
+// cat of legacy empty (0,) tensors only (a detection head's levels with no box above the
+// score threshold): torch gives an empty (0,) of their result dtype.
+template <Form F>
+void cat_of_empties(Call& c, const c10::List<at::Tensor>& list) {
+  std::vector<at::Tensor> all(list.begin(), list.end());
+  if (all.empty()) return c.fall_back();  // torch's own error for an empty list
+  for (const at::Tensor& t : all)
+    if (!on_device(t) || !has_kernels({&t}, false)) return c.fall_back();
+  auto dt = to_dtype(at::native::result_type(at::ITensorListRef(all)));
+  if (!dt) return c.fall_back();
+  try {
+    Tensor first = from_torch(all[0], c.name());
+    c.ret(deliver(F, empty({0}, *dt, &first.device()), F == Form::out ? c.out() : all[0], c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 // cat(Tensor[] tensors, int dim)
 template <Form F>
 void cat_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -88,7 +106,7 @@ void cat_kernel(const c10::OperatorHandle& op, Stack* s) {
   std::vector<at::Tensor> ts;
   for (const at::Tensor& t : list)
     if (!(t.dim() == 1 && t.size(0) == 0)) ts.push_back(t);  // torch skips legacy empty (0,) tensors
-  if (ts.empty()) return c.fall_back();
+  if (ts.empty()) return cat_of_empties<F>(c, list);
   at::ScalarType rt = at::native::result_type(at::ITensorListRef(ts));
   for (const at::Tensor& t : ts) {
     if (on_device(t) != on_device(ts[0])) two_devices(c.name(), ts[0], t);

@@ -44,6 +44,7 @@ std::string_view op_name(BinaryOp op) {
     case BinaryOp::minimum: return "minimum";
     case BinaryOp::div_trunc: return "div_trunc";
     case BinaryOp::div_floor: return "div_floor";
+    case BinaryOp::remainder: return "remainder";
   }
   return "?";
 }
@@ -51,7 +52,7 @@ std::string_view op_name(BinaryOp op) {
 namespace {
 constexpr int kDTypes = int(DType::b8) + 1;
 constexpr int kUnaryOps = int(UnaryOp::erf) + 1;
-constexpr int kBinaryOps = int(BinaryOp::div_floor) + 1;
+constexpr int kBinaryOps = int(BinaryOp::remainder) + 1;
 }  // namespace
 
 const std::string& kernel_name(UnaryOp op, DType dt) {

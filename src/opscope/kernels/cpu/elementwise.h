@@ -32,7 +32,8 @@ enum class UnaryOp : uint8_t {
   log2, reciprocal, erf
 };
 // div_trunc, div_floor: torch's div(rounding_mode="trunc" / "floor"), integers included.
-enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor };
+// remainder: torch's (Python's %: the sign of the divisor), integers included.
+enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor, remainder };
 
 std::string_view op_name(UnaryOp op);
 std::string_view op_name(BinaryOp op);

@@ -98,6 +98,22 @@ struct DivFloor {
     }
   }
 };
+// a - floor(a / b) * b with the sign of b, as torch: fmod (exact), moved by b where its
+// sign is not b's. Integers: % likewise; a zero divisor is an error, as torch's.
+struct Remainder {
+  static constexpr bool kIntegers = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) fail("remainder", "ZeroDivisionError: integer remainder by zero");
+      if (b == C(-1)) return 0;  // INT_MIN % -1 overflows
+      C r = C(a % b);
+      return (r != 0 && ((r < 0) != (b < 0))) ? C(r + b) : r;
+    } else {
+      C r = std::fmod(a, b);
+      return (r != 0 && ((r < 0) != (b < 0))) ? C(r + b) : r;
+    }
+  }
+};
 
 // ---- operand sources ----
 template <class T> struct Vec {
@@ -272,6 +288,7 @@ LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Te
     case BinaryOp::minimum: return make_binary<Minimum>(op, out, a, b);
     case BinaryOp::div_trunc: return make_binary<DivTrunc>(op, out, a, b);
     case BinaryOp::div_floor: return make_binary<DivFloor>(op, out, a, b);
+    case BinaryOp::remainder: return make_binary<Remainder>(op, out, a, b);
   }
   return {};
 }
@@ -289,6 +306,7 @@ LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, d
     case BinaryOp::minimum: return make_scalar<Minimum>(op, out, x, s, scalar_first);
     case BinaryOp::div_trunc: return make_scalar<DivTrunc>(op, out, x, s, scalar_first);
     case BinaryOp::div_floor: return make_scalar<DivFloor>(op, out, x, s, scalar_first);
+    case BinaryOp::remainder: return make_scalar<Remainder>(op, out, x, s, scalar_first);
   }
   return {};
 }
