@@ -152,6 +152,10 @@ template <int D, Form F> void adaptive_max_pool_kernel(const c10::OperatorHandle
 template <Form F> void max_pool3d_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Interp I, int D, Form F> void upsample_kernel(const c10::OperatorHandle& op, Stack* s);
 
+// ---- F.pad's reflect and replicate modes (ops_pad.cpp) ----
+enum class PadMode : uint8_t { reflect, replicate };
+template <PadMode M, int D, Form F> void pad_kernel(const c10::OperatorHandle& op, Stack* s);
+
 // ---- indexing, sorting (ops_index.cpp) ----
 template <Form F> void index_kernel(const c10::OperatorHandle& op, Stack* s);
 void index_put_kernel(const c10::OperatorHandle& op, Stack* s);  // index_put_, _index_put_impl_

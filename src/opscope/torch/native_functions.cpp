@@ -255,6 +255,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_UPSAMPLE("upsample_bicubic2d", cubic, 2)
 #undef OPSCOPE_UPSAMPLE
 
+  // ---- F.pad's reflect and replicate modes (ops_pad.cpp) ----
+#define OPSCOPE_PAD(name, mode, D)                                          \
+  m.impl(name, boxed<pad_kernel<PadMode::mode, D, F::functional>>()); \
+  m.impl(name ".out", boxed<pad_kernel<PadMode::mode, D, F::out>>());
+  OPSCOPE_PAD("reflection_pad1d", reflect, 1)
+  OPSCOPE_PAD("reflection_pad2d", reflect, 2)
+  OPSCOPE_PAD("reflection_pad3d", reflect, 3)
+  OPSCOPE_PAD("replication_pad1d", replicate, 1)
+  OPSCOPE_PAD("replication_pad2d", replicate, 2)
+  OPSCOPE_PAD("replication_pad3d", replicate, 3)
+#undef OPSCOPE_PAD
+
   // ---- indexing and sorting (ops_index.cpp); index_put (functional), argsort, masked_select
   // and the 1-d/flat forms are composites that reach these ----
   m.impl("index.Tensor", boxed<index_kernel<F::functional>>());
