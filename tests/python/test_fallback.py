@@ -97,18 +97,16 @@ def test_kernel_errors_surface_at_a_fallback(dev):
         torch.cumprod(x, 0)  # the fallback synchronizes
 
 
-def test_an_option_opscope_lacks_falls_back(dev):
-    # opscope's batch norm is the inference form; training (batch statistics, running
-    # statistics updated in place) runs torch's CPU kernel.
-    x = torch.randn(4, 3, 5)
-    mean, var = torch.randn(3), torch.rand(3) + 0.5
-    dmean, dvar = mean.to(dev), var.to(dev)
-    got = torch.nn.functional.batch_norm(x.to(dev), dmean, dvar, training=True, momentum=0.1)
-    want = torch.nn.functional.batch_norm(x, mean, var, training=True, momentum=0.1)
-    torch.testing.assert_close(got.cpu(), want)
-    torch.testing.assert_close(dmean.cpu(), mean)  # the updates reached the device's tensors
-    torch.testing.assert_close(dvar.cpu(), var)
-    assert fallbacks()["aten::native_batch_norm"]["count"] == 1
-    inference = torch.nn.functional.batch_norm(x.to(dev), dmean, dvar, training=False)
-    torch.testing.assert_close(inference.cpu(), torch.nn.functional.batch_norm(x, mean, var, training=False))
-    assert fallbacks()["aten::native_batch_norm"]["count"] == 1  # the inference form ran natively
+def test_an_op_opscope_lacks_falls_back_and_writes_in_place(dev):
+    # masked_scatter_ has no opscope kernel: torch's CPU kernel runs on the device's memory,
+    # and its in-place write reaches the device's tensor; masked_fill_ beside it runs natively.
+    x, src = torch.randn(4, 5), torch.randn(20)
+    xd = x.to(dev)
+    xd.masked_scatter_(xd > 0, src.to(dev))
+    x.masked_scatter_(x > 0, src)
+    torch.testing.assert_close(xd.cpu(), x)
+    assert fallbacks()["aten::masked_scatter_"]["count"] == 1
+    xd.masked_fill_(xd < 0, 0.5)
+    x.masked_fill_(x < 0, 0.5)
+    torch.testing.assert_close(xd.cpu(), x)
+    assert list(fallbacks()) == ["aten::masked_scatter_"]  # the mask and the fill ran natively

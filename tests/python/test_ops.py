@@ -199,6 +199,30 @@ def test_cat_of_empty_tensors_only_is_an_empty_tensor_of_their_result_type():
     assert torch.equal(got.cpu(), want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # torch's CPU has no f16 batch_norm
+def test_instance_norm_and_batch_norm_in_training_mode_run_natively(dtype):
+    """Batch statistics (F.instance_norm, a BatchNorm in train()): the output, the saved mean
+    and 1/std, and the running statistics moved by momentum (the variance unbiased), as
+    torch's CPU kernel gives them."""
+    x = rand(2, 3, 5, 4, dtype=dtype) * 3 + 1
+    got, want = native(lambda t: F.instance_norm(t), x)
+    assert_close(got, want)
+    w, b = rand(3, dtype=dtype), rand(3, dtype=dtype)
+    got, want = native(lambda t, w_, b_: F.instance_norm(t, weight=w_, bias=b_, eps=1e-3), x, w, b)
+    assert_close(got, want)
+    rm, rv = rand(3, dtype=dtype), rand(3, dtype=dtype, positive=True)
+    dev = opscope.device()
+    rm_d, rv_d = rm.to(dev), rv.to(dev)
+    opscope.reset_fallback_stats()
+    out_d, mean_d, invstd_d = torch.native_batch_norm(x.to(dev), w.to(dev), b.to(dev), rm_d, rv_d, True, 0.3, 1e-5)
+    opscope.synchronize()
+    assert opscope.fallback_stats() == {}, opscope.fallback_stats()
+    out, mean, invstd = torch.native_batch_norm(x, w, b, rm, rv, True, 0.3, 1e-5)
+    for g, wnt in ((out_d, out), (mean_d, mean), (invstd_d, invstd), (rm_d, rm), (rv_d, rv)):
+        assert g.dtype == wnt.dtype
+        assert_close(g, wnt)
+
+
 @pytest.mark.parametrize("affine", [True, False])
 def test_batch_norm_eval_runs_natively(affine):
     bn = torch.nn.BatchNorm2d(5, affine=affine).eval()
@@ -308,7 +332,7 @@ def test_in_place_forms_that_cannot_write_self_directly_still_match_torch():
     assert torch.equal(gi.cpu(), i + i)
 
 
-def test_batch_norm_training_falls_back_and_updates_the_running_stats(dev):
+def test_batch_norm_training_runs_natively_and_updates_the_running_stats(dev):
     bn = torch.nn.BatchNorm1d(3).train()
     x = rand(8, 3)
     want = bn(x)
@@ -316,7 +340,9 @@ def test_batch_norm_training_falls_back_and_updates_the_running_stats(dev):
     got = bd(x.to(dev))
     assert_close(got.detach(), want.detach())
     assert_close(bd.running_mean, bn.running_mean)
-    assert "aten::native_batch_norm" in fallbacks()
+    assert_close(bd.running_var, bn.running_var)
+    assert bd.num_batches_tracked.item() == 1
+    assert "aten::native_batch_norm" not in fallbacks()
 
 
 def test_layer_norm_over_two_dims_and_without_affine():

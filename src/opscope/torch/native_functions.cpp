@@ -211,7 +211,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax", boxed<softmax_kernel<F::functional>>());
   m.impl("_softmax.out", boxed<softmax_kernel<F::out>>());
   m.impl("native_layer_norm", boxed<layer_norm_kernel>());
-  m.impl("native_batch_norm", boxed<batch_norm_kernel>());  // eval; training falls back
+  m.impl("native_batch_norm", boxed<batch_norm_kernel>());  // eval, and training (batch statistics)
   m.impl("embedding", boxed<embedding_kernel>());
   m.impl("cat", boxed<cat_kernel<F::functional>>());
   m.impl("cat.out", boxed<cat_kernel<F::out>>());

@@ -169,16 +169,53 @@ void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// native_batch_norm in training mode (F.instance_norm, a BatchNorm in train()): the batch's
+// mean and biased variance per channel (axis 1), in f32, then the eval kernel with them; the
+// running statistics, where given, move by momentum toward them (the variance unbiased), as
+// torch's. Returns (out, mean, 1 / sqrt(var + eps)) in the input's dtype.
+static void batch_norm_training(Call& c, const at::Tensor& input, const at::Tensor& wt, const at::Tensor& bt,
+                                const c10::optional<at::Tensor>& running_mean,
+                                const c10::optional<at::Tensor>& running_var) {
+  at::Tensor rm = running_mean ? *running_mean : at::Tensor(), rv = running_var ? *running_var : at::Tensor();
+  const int64_t C = input.size(1), n = C ? input.numel() / C : 0;
+  if (!has_kernels({&input, &wt, &bt, &rm, &rv}) || n < 2) return c.fall_back();  // torch's error for 1 value
+  try {
+    Tensor x = from_torch(input, c.name());
+    AtenScope scope(c.name(), {&x});
+    std::vector<int64_t> axes{0};
+    for (int d = 2; d < x.ndim(); ++d) axes.push_back(d);
+    Tensor x32 = as_dtype(x, DType::f32), mu = mean(x32, axes), var_b = var(x32, axes, false, 0);
+    const double eps = c.arg(7).toDouble(), momentum = c.arg(6).toDouble();
+    auto opt = [&](const at::Tensor& t) { return t.defined() ? from_torch(t, c.name()) : Tensor(); };
+    Tensor y = batch_norm(x, mu, var_b, opt(wt), opt(bt), eps);
+    auto update = [&](const at::Tensor& running, const Tensor& batch) {
+      if (!running.defined()) return;
+      Tensor r = from_torch(running, c.name());
+      Tensor moved = add(mul(as_dtype(r, DType::f32), 1.0 - momentum), mul(batch, momentum));
+      deliver(Form::inplace, as_dtype(moved, r.dtype()), running, c.name());
+    };
+    update(rm, mu);
+    update(rv, mul(var_b, double(n) / double(n - 1)));
+    Tensor invstd = rsqrt(add(var_b, eps));
+    c.ret_tuple(to_torch(y), to_torch(as_dtype(mu, x.dtype())), to_torch(as_dtype(invstd, x.dtype())));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+
 // native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum,
-// eps) in eval (the running statistics): opscope's batch_norm, one pass over x (ops/nn.cpp).
-// Training updates statistics: fallback.
+// eps) in eval (the running statistics): opscope's batch_norm, one pass over x (ops/nn.cpp);
+// in training, batch_norm_training above.
 void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
   if (meta_mode()) return c.fall_back();
   const at::Tensor& input = c.tensor(0);
   c10::optional<at::Tensor> w = c.opt_tensor(1), b = c.opt_tensor(2), mean_o = c.opt_tensor(3), var_o = c.opt_tensor(4);
   at::Tensor wt = w ? *w : at::Tensor(), bt = b ? *b : at::Tensor();
-  if (c.arg(5).toBool() || !mean_o || !var_o || input.dim() < 2) return c.fall_back();
+  if (input.dim() < 2) return c.fall_back();
+  if (c.arg(5).toBool()) return batch_norm_training(c, input, wt, bt, mean_o, var_o);
+  if (!mean_o || !var_o) return c.fall_back();
   const at::Tensor &mean_t = *mean_o, &var_t = *var_o;
   if (!has_kernels({&input, &wt, &bt, &mean_t, &var_t})) return c.fall_back();
   try {
