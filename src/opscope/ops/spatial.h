@@ -33,6 +33,13 @@ enum class Interpolation : uint8_t { nearest, nearest_exact, linear, cubic };  /
 Tensor interpolate(const Tensor& x, const Sizes& output_size, Interpolation mode, bool align_corners = false,
                    const std::vector<std::optional<double>>& scales = {});
 
+// torch's grid_sample on 2 spatial axes: x (N, C, H, W) read at grid (N, Ho, Wo, 2), points
+// (x, y) in [-1, 1], bilinear or nearest, padded with zeros, the border or its reflection.
+enum class GridSampleMode : uint8_t { bilinear, nearest };
+enum class GridSamplePadding : uint8_t { zeros, border, reflection };
+Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode = GridSampleMode::bilinear,
+                   GridSamplePadding padding = GridSamplePadding::zeros, bool align_corners = false);
+
 // Convolution over 1, 2 or 3 spatial axes: weight (OC, C / groups, *kernel); transposed:
 // weight (C, OC / groups, *kernel) and output_padding, as torch's conv_transpose*d.
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Sizes& stride, const Sizes& padding,

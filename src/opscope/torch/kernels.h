@@ -151,6 +151,7 @@ template <int D> void adaptive_avg_pool_kernel(const c10::OperatorHandle& op, St
 template <int D, Form F> void adaptive_max_pool_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void max_pool3d_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Interp I, int D, Form F> void upsample_kernel(const c10::OperatorHandle& op, Stack* s);
+void grid_sampler_2d_kernel(const c10::OperatorHandle& op, Stack* s);
 
 // ---- F.pad's reflect and replicate modes (ops_pad.cpp) ----
 enum class PadMode : uint8_t { reflect, replicate };

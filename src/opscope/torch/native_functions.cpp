@@ -255,6 +255,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_UPSAMPLE("upsample_bicubic2d", cubic, 2)
 #undef OPSCOPE_UPSAMPLE
 
+  m.impl("grid_sampler_2d", boxed<grid_sampler_2d_kernel>());
+
   // ---- F.pad's reflect and replicate modes (ops_pad.cpp) ----
 #define OPSCOPE_PAD(name, mode, D)                                          \
   m.impl(name, boxed<pad_kernel<PadMode::mode, D, F::functional>>()); \

@@ -146,6 +146,31 @@ void upsample_kernel(const c10::OperatorHandle& op, Stack* s) {
   run_unary<F>(c, [&](const Tensor& x) { return interpolate(x, size, mode_of(I), align_corners, scales); });
 }
 
+// grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners): modes as
+// torch numbers them (bilinear 0, nearest 1; zeros 0, border 1, reflection 2); bicubic
+// falls back.
+void grid_sampler_2d_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &input = c.tensor(0), &grid = c.tensor(1);
+  if (on_device(input) != on_device(grid)) two_devices(c.name(), input, grid);
+  const int64_t mode = c.arg(2).toInt(), padding = c.arg(3).toInt();
+  if (!has_kernels({&input, &grid}) || input.scalar_type() != grid.scalar_type() || mode < 0 || mode > 1 ||
+      padding < 0 || padding > 2 || input.dim() != 4 || grid.dim() != 4 || grid.size(3) != 2 ||
+      grid.size(0) != input.size(0) || input.size(2) == 0 || input.size(3) == 0)
+    return c.fall_back();  // bicubic, or torch's own error
+  try {
+    Tensor x = from_torch(input, c.name()), g = from_torch(grid, c.name());
+    AtenScope scope(c.name(), {&x, &g});
+    auto pad = padding == 1 ? GridSamplePadding::border : padding == 2 ? GridSamplePadding::reflection
+                                                                        : GridSamplePadding::zeros;
+    c.ret(to_torch(grid_sample(x, g, mode == 1 ? GridSampleMode::nearest : GridSampleMode::bilinear, pad,
+                               c.arg(4).toBool())));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 template void avg_pool_kernel<2, Form::functional>(const c10::OperatorHandle&, Stack*);
 template void avg_pool_kernel<2, Form::out>(const c10::OperatorHandle&, Stack*);
 template void avg_pool_kernel<3, Form::functional>(const c10::OperatorHandle&, Stack*);

@@ -1,0 +1,62 @@
+"""F.grid_sample on the device (grid_sampler_2d), against torch's CPU kernel: bilinear and
+nearest, zeros / border / reflection padding, align_corners on and off, points inside,
+on the edges and far outside, a strided grid, bf16; bicubic still reaches torch's kernel.
+Each native form runs without a fallback counted."""
+import itertools
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import opscope
+from conftest import assert_close, native
+
+
+def grid(n, h, w, spread):
+    """Points over [-spread, spread], with the corners, the edges' midpoints and exact
+    pixel centres among them."""
+    g = (torch.rand(n, h, w, 2) * 2 - 1) * spread
+    g[:, 0, 0] = torch.tensor([-1.0, -1.0])
+    g[:, 0, 1] = torch.tensor([1.0, 1.0])
+    g[:, 0, 2] = torch.tensor([0.0, -1.0])
+    g[:, 1, 0] = torch.tensor([1.0 / 3, -0.2])
+    return g
+
+
+@pytest.mark.parametrize("mode,padding,align_corners",
+                         list(itertools.product(["bilinear", "nearest"], ["zeros", "border", "reflection"], [False, True])))
+def test_equals_torch_cpu(mode, padding, align_corners):
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 7)
+    for spread in (0.9, 1.0, 2.7):  # inside, to the edges, and far outside (reflected twice and more)
+        got, want = native(lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding,
+                                                      align_corners=align_corners), x, grid(2, 4, 6, spread))
+        assert_close(got, want)
+
+
+def test_strided_inputs_bf16_and_one_pixel():
+    x = torch.randn(1, 4, 6, 8)
+    g = grid(1, 6, 5, 1.2).transpose(1, 2)  # a strided grid
+    got, want = native(lambda t, gg: F.grid_sample(t[:, ::2], gg, align_corners=False), x, g)
+    assert_close(got, want)
+    got, want = native(lambda t, gg: F.grid_sample(t, gg, padding_mode="reflection", align_corners=False),
+                       x.to(torch.bfloat16), grid(1, 3, 3, 1.5).to(torch.bfloat16))
+    assert got.dtype == torch.bfloat16
+    assert_close(got, want)
+    one = torch.randn(1, 2, 1, 1)  # a 1x1 image: reflection's span is 0
+    for padding in ("zeros", "border", "reflection"):
+        for corners in (False, True):
+            got, want = native(lambda t, gg: F.grid_sample(t, gg, padding_mode=padding, align_corners=corners), one,
+                               grid(1, 2, 3, 1.5))
+            assert_close(got, want)
+
+
+def test_bicubic_still_runs_torchs_kernel():
+    dev = opscope.device()
+    x, g = torch.randn(1, 2, 4, 4), grid(1, 3, 3, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = F.grid_sample(x.to(dev), g.to(dev), mode="bicubic", align_corners=False)
+    assert_close(got, F.grid_sample(x, g, mode="bicubic", align_corners=False))
+    assert "aten::grid_sampler_2d" in opscope.fallback_stats()
