@@ -212,3 +212,51 @@ def test_index_errors_name_the_op(dev):
         x[torch.tensor([4], device=dev)].cpu()
     with pytest.raises(RuntimeError, match=r"gather"):
         torch.gather(x, 0, torch.tensor([9], device=dev)).cpu()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_index_add_sums_repeated_indices_along_any_dim(dtype):
+    """GNN message passing: source rows added at their index, repeats summed, along dim 0 and
+    an inner dim, with alpha, in the functional, in-place and out= forms."""
+    x = (torch.randn(5, 4, 3) * 4).to(dtype)
+    idx, idx1 = torch.tensor([0, 2, 2, 4, 0, 2]), torch.tensor([0, 3, 3, 1, 0, 3])
+    src0, src1 = (torch.randn(6, 4, 3) * 4).to(dtype), (torch.randn(5, 6, 3) * 4).to(dtype)
+    alpha = 2 if dtype == torch.int64 else 0.5
+
+    def check(got, want):
+        if dtype == torch.int64:
+            assert torch.equal(got.cpu(), want)
+        else:
+            assert_close(got, want)
+    got, want = native(lambda t, i, s: t.index_add(0, i, s), x, idx, src0)
+    check(got, want)
+    got, want = native(lambda t, i, s: t.index_add(1, i, s, alpha=alpha), x, idx1, src1)
+    check(got, want)
+    got, want = native(lambda t, i, s: t.clone().index_add_(-2, i, s), x, idx1, src1)
+    check(got, want)
+    got, want = native(lambda t, i, s: torch.index_add(t, 0, i, s, out=torch.empty_like(t)), x, idx, src0)
+    check(got, want)
+
+
+def test_masked_select_broadcasts_the_mask():
+    x = torch.randn(3, 4, 5)
+    got, want = native(lambda t: t.masked_select(t > 0.3), x)
+    assert torch.equal(got.cpu(), want)
+    mask = torch.rand(4, 1) > 0.5  # broadcast against x
+    got, want = native(lambda t, m: torch.masked_select(t, m), x, mask)
+    assert torch.equal(got.cpu(), want)
+    got, want = native(lambda t: t.masked_select(t > 100), x)  # nothing selected
+    assert got.shape == want.shape == (0,)
+
+
+def test_addmv_with_beta_alpha_and_a_broadcast_self():
+    m, v = torch.randn(6, 5), torch.randn(5)
+    got, want = native(lambda s, a, b: torch.addmv(s, a, b, beta=0.5, alpha=2), torch.randn(6), m, v)
+    assert_close(got, want)
+    got, want = native(lambda s, a, b: torch.addmv(s, a, b), torch.randn(1), m, v)
+    assert_close(got, want)
+    nan = torch.full((6,), float("nan"))
+    got, want = native(lambda s, a, b: torch.addmv(s, a, b, beta=0), nan, m, v)  # beta 0 ignores self
+    assert_close(got, want)
+    got, want = native(lambda s, a, b: s.clone().addmv_(a, b), torch.randn(6), m, v)
+    assert_close(got, want)

@@ -161,6 +161,8 @@ template <PadMode M, int D, Form F> void pad_kernel(const c10::OperatorHandle& o
 template <Form F> void index_kernel(const c10::OperatorHandle& op, Stack* s);
 void index_put_kernel(const c10::OperatorHandle& op, Stack* s);  // index_put_, _index_put_impl_
 template <Form F> void index_select_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void index_add_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void masked_select_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void gather_kernel(const c10::OperatorHandle& op, Stack* s);
 template <bool kAdd, Form F> void scatter_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void nonzero_kernel(const c10::OperatorHandle& op, Stack* s);
@@ -182,6 +184,7 @@ void roi_align_kernel(const c10::OperatorHandle& op, Stack* s);
 // ---- more nn (ops_nn_extra.cpp) ----
 template <Form F> void baddbmm_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void addbmm_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void addmv_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void glu_kernel(const c10::OperatorHandle& op, Stack* s);
 void weight_norm_kernel(const c10::OperatorHandle& op, Stack* s);  // _weight_norm_interface
 void group_norm_kernel(const c10::OperatorHandle& op, Stack* s);   // native_group_norm

@@ -277,6 +277,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_index_put_impl_", boxed<index_put_kernel>());
   m.impl("index_select", boxed<index_select_kernel<F::functional>>());
   m.impl("index_select.out", boxed<index_select_kernel<F::out>>());
+  m.impl("index_add", boxed<index_add_kernel<F::functional>>());
+  m.impl("index_add_", boxed<index_add_kernel<F::inplace>>());
+  m.impl("index_add.out", boxed<index_add_kernel<F::out>>());
+  m.impl("masked_select", boxed<masked_select_kernel<F::functional>>());
+  m.impl("masked_select.out", boxed<masked_select_kernel<F::out>>());
   m.impl("gather", boxed<gather_kernel<F::functional>>());
   m.impl("gather.out", boxed<gather_kernel<F::out>>());
   m.impl("scatter.src", boxed<scatter_kernel<false, F::functional>>());
@@ -326,6 +331,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addbmm", boxed<addbmm_kernel<F::functional>>());
   m.impl("addbmm_", boxed<addbmm_kernel<F::inplace>>());
   m.impl("addbmm.out", boxed<addbmm_kernel<F::out>>());
+  m.impl("addmv", boxed<addmv_kernel<F::functional>>());
+  m.impl("addmv_", boxed<addmv_kernel<F::inplace>>());
+  m.impl("addmv.out", boxed<addmv_kernel<F::out>>());
   m.impl("glu", boxed<glu_kernel<F::functional>>());
   m.impl("glu.out", boxed<glu_kernel<F::out>>());
   m.impl("_weight_norm_interface", boxed<weight_norm_kernel>());

@@ -316,6 +316,64 @@ template void max_dim_kernel<true, Form::out>(const c10::OperatorHandle&, Stack*
 template void max_dim_kernel<false, Form::functional>(const c10::OperatorHandle&, Stack*);
 template void max_dim_kernel<false, Form::out>(const c10::OperatorHandle&, Stack*);
 template void max_all_kernel<true>(const c10::OperatorHandle&, Stack*);
+// index_add(self, dim, index, source, alpha): self with alpha * source's slices added at
+// index along dim (GNN message passing), as index_put_ with accumulate on self's slices
+// (repeated indices add up). Functional, in-place and out= forms.
+template <Form F>
+void index_add_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &index = c.tensor(2), &source = c.tensor(3);
+  if (on_device(self) != on_device(source)) two_devices(c.name(), self, source);
+  if (!has_kernels({&self, &source}, false) || self.scalar_type() != source.scalar_type() || self.dim() == 0 ||
+      self.dim() != source.dim() || index.dim() > 1 || index.scalar_type() == at::kBool)
+    return c.fall_back();  // 0-dim, ranks that differ, a bool index: torch's kernel or its error
+  int64_t dim = c.arg(1).toInt();
+  dim = dim < 0 ? dim + self.dim() : dim;
+  if (dim < 0 || dim >= self.dim() || source.size(dim) != index.numel()) return c.fall_back();
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (d != dim && source.size(d) != self.size(d)) return c.fall_back();
+  try {
+    auto idx = index_tensor(index, c.name());
+    if (!idx) return c.fall_back();
+    Tensor x = from_torch(self, c.name()), src = from_torch(source, c.name());
+    AtenScope scope(c.name(), {&x, &src});
+    Tensor out = F == Form::inplace ? x : x.clone();
+    double alpha = c.number(4);
+    Tensor v = alpha == 1.0 ? src : mul(src, alpha);
+    index_put_(dim == 0 ? out : out.transpose(0, dim), {idx->reshape({idx->numel()})},
+               dim == 0 ? v : v.transpose(0, dim), /*accumulate=*/true);
+    if constexpr (F == Form::inplace) c.ret(self);
+    else c.ret(deliver(F, out, F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+// masked_select(self, mask): the elements where the mask (broadcast with self) is true, in
+// order, as the boolean index of the broadcast pair.
+template <Form F>
+void masked_select_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &mask = c.tensor(1);
+  if (!has_kernels({&self}, false) || mask.scalar_type() != at::kBool || !on_device(mask)) return c.fall_back();
+  try {
+    Tensor x = from_torch(self, c.name()), m = from_torch(mask, c.name());
+    AtenScope scope(c.name(), {&x, &m});
+    Shape shape = broadcast_shapes(x.shape(), m.shape(), c.name());
+    Tensor r = index(x.expand(shape), {m.expand(shape)});
+    c.ret(deliver(F, r, F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
+template void index_add_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void index_add_kernel<Form::inplace>(const c10::OperatorHandle&, Stack*);
+template void index_add_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void masked_select_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void masked_select_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 template void max_all_kernel<false>(const c10::OperatorHandle&, Stack*);
 template void norm_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void norm_kernel<Form::out>(const c10::OperatorHandle&, Stack*);

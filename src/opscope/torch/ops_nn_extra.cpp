@@ -42,6 +42,28 @@ void baddbmm_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// addmv(self, mat, vec, beta, alpha) = beta self + alpha (mat @ vec), and its forms.
+template <Form F>
+void addmv_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &a = c.tensor(1), &b = c.tensor(2);
+  if (on_device(a) != on_device(b)) two_devices(c.name(), a, b);
+  if (!has_kernels({&self, &a, &b}) || a.scalar_type() != b.scalar_type() || self.scalar_type() != a.scalar_type() ||
+      a.dim() != 2 || b.dim() != 1 || a.size(1) != b.size(0) || self.dim() > 1 ||
+      (self.dim() == 1 && self.size(0) != a.size(0) && self.size(0) != 1))
+    return c.fall_back();  // torch's error
+  try {
+    Tensor x = from_torch(self, c.name()), p = from_torch(a, c.name()), q = from_torch(b, c.name());
+    AtenScope scope(c.name(), {&x, &p, &q});
+    Tensor product = q.numel() ? matmul(p, q) : zeros({p.shape()[0]}, p.dtype(), &p.device());
+    Tensor r = scaled_sum(x, product, c.number(3), c.number(4));  // self broadcasts to (N)
+    c.ret(deliver(F, r, F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 // addbmm(self, batch1, batch2, beta, alpha) = beta self + alpha sum_b (batch1[b] @ batch2[b]).
 template <Form F>
 void addbmm_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -159,6 +181,9 @@ void log_softmax_kernel(const c10::OperatorHandle& op, Stack* s) {
 template void baddbmm_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void baddbmm_kernel<Form::inplace>(const c10::OperatorHandle&, Stack*);
 template void baddbmm_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void addmv_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void addmv_kernel<Form::inplace>(const c10::OperatorHandle&, Stack*);
+template void addmv_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 template void addbmm_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void addbmm_kernel<Form::inplace>(const c10::OperatorHandle&, Stack*);
 template void addbmm_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
