@@ -5,7 +5,10 @@ step), each step's token read back,
 and compiled/eager is the ratio of the medians a token. Also what learning the dynamic plan
 cost: the traces made and the first compiled steps' time.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/compile_decode.py [--steps 48] [--models small,tinyllama] [--dtype bf16]
+    PYTHONPATH=build/python /usr/bin/python3 bench/compile_decode.py [--steps 48] [--models small,tinyllama] [--dtype bf16] [--fixed-cache]
+
+--fixed-cache: every step decodes the same token against the same cache (the one after the
+learning steps), so the two sides run identical work at one length.
 """
 import argparse
 import os
@@ -36,7 +39,7 @@ def step_ms(model, nxt, cache):
     return (time.perf_counter() - t0) * 1e3, token, cache
 
 
-def bench(name, steps, dtype):
+def bench(name, steps, dtype, fixed=False):
     cfg = MODELS[name]
     torch.manual_seed(0)
     model = llama_hf.Llama(**cfg).to(dtype).to(opscope.device()).eval()
@@ -54,12 +57,15 @@ def bench(name, steps, dtype):
             # (a fault per page on this VM), and the second reuses the blocks it freed.
             if i % 2 == 0:
                 c_ms, c_token, _ = step_ms(compiled, token, cache)
-                e_ms, token, cache = step_ms(model, token, cache)
+                e_ms, next_token, next_cache = step_ms(model, token, cache)
+                if not (fixed and i >= LEARNING):
+                    token, cache = next_token, next_cache
             else:
                 e_ms, next_token, next_cache = step_ms(model, token, cache)
                 c_ms, c_token, _ = step_ms(compiled, token, cache)
-                token, cache = next_token, next_cache
-            differ += int(c_token.item() != token.item())
+                if not (fixed and i >= LEARNING):
+                    token, cache = next_token, next_cache
+            differ += int(c_token.item() != next_token.item())
             compiled_ms.append(c_ms)
             eager_ms.append(e_ms)
     e, c = statistics.median(eager_ms[LEARNING:]), statistics.median(compiled_ms[LEARNING:])
@@ -73,6 +79,7 @@ def main():
     ap.add_argument("--steps", type=int, default=48)
     ap.add_argument("--models", default="small,tinyllama")
     ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
+    ap.add_argument("--fixed-cache", action="store_true")
     args = ap.parse_args()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in models if m not in MODELS]
@@ -86,7 +93,7 @@ def main():
     print(f"{'model':<10} {'dtype':<9} {'eager ms':>9} {'compiled ms':>12} {'ratio':>9} {'traces':>7} "
           f"{'learning s':>10} {'tokens !=':>8}")
     for name in models:
-        bench(name, args.steps, dtype)
+        bench(name, args.steps, dtype, args.fixed_cache)
 
 
 if __name__ == "__main__":
