@@ -52,6 +52,20 @@ def test_strided_inputs_bf16_and_one_pixel():
             assert_close(got, want)
 
 
+def test_nan_and_far_points_as_torch():
+    """NaN points: NaN bilinear, 0 nearest with zeros padding, pixel 0 once clipped by border
+    or reflection; points 1e12 pixels away: 0, or the border's pixel."""
+    x = torch.randn(1, 2, 4, 5)
+    nan = float("nan")
+    g = torch.tensor([[[[nan, 0.0], [0.0, nan], [1e20, 0.0], [-3e12, 2e12], [0.5, 0.5]]]])
+    for mode in ("bilinear", "nearest"):
+        for padding in ("zeros", "border", "reflection"):
+            points = g if padding != "reflection" else g[..., [0, 1, 4], :]  # far and reflected: torch overflows an int
+            got, want = native(lambda t, gg: F.grid_sample(t, gg, mode=mode, padding_mode=padding,
+                                                           align_corners=False), x, points)
+            torch.testing.assert_close(got.cpu(), want, equal_nan=True, rtol=1e-5, atol=1e-5)
+
+
 def test_bicubic_still_runs_torchs_kernel():
     dev = opscope.device()
     x, g = torch.randn(1, 2, 4, 4), grid(1, 3, 3, 1.0)

@@ -9,21 +9,28 @@ namespace opscope::cpu_kernels {
 
 namespace {
 
+// Pixel positions past this are outside any image (and would overflow int64 when floored).
+constexpr float kFar = 1e9f;
+
 // A grid coordinate in [-1, 1] as a pixel position along an axis of `size`.
 float unnormalize(float g, int64_t size, bool align_corners) {
   return align_corners ? (g + 1) / 2 * float(size - 1) : ((g + 1) * float(size) - 1) / 2;
 }
 
-float clip(float v, int64_t size) { return std::min(float(size - 1), std::max(v, 0.0f)); }
+// Into [0, size - 1]; NaN to 0, as torch's vectorized clip.
+float clip(float v, int64_t size) { return v > 0 ? std::min(float(size - 1), v) : 0.0f; }
 
 // v reflected into [twice_low / 2, twice_high / 2] (GridSampler.h's reflect_coordinates).
+// NaN stays NaN (the clip after it gives pixel 0, as torch's); the flips' parity is taken in
+// float, so a point far outside does not overflow an integer.
 float reflect(float v, int64_t twice_low, int64_t twice_high) {
   if (twice_low == twice_high) return 0;
+  if (v != v) return v;
   float lo = float(twice_low) / 2, span = float(twice_high - twice_low) / 2;
   v = std::fabs(v - lo);
   float extra = std::fmod(v, span);
-  int64_t flips = int64_t(std::floor(v / span));
-  return flips % 2 == 0 ? extra + lo : span - extra + lo;
+  bool even = std::fmod(std::floor(v / span), 2.0f) == 0.0f;
+  return even ? extra + lo : span - extra + lo;
 }
 
 float source(float g, int64_t size, GridPadding padding, bool align_corners) {
@@ -60,6 +67,12 @@ LaunchSpec grid_sample_spec(const Tensor& out, const Tensor& x, const Tensor& gr
           const T* g = gp + ((n * Ho + i) * Wo + j) * 2;
           float ix = source(to_f32(g[0]), W, padding, align_corners), iy = source(to_f32(g[1]), H, padding, align_corners);
           T* o = op + n * C * Ho * Wo + i * Wo + j;
+          if (!(std::fabs(ix) < kFar && std::fabs(iy) < kFar)) {  // NaN (zeros padding), or far outside
+            // no tap inside: 0; bilinear's weights of a NaN point are NaN, as torch's
+            const bool nan = mode == GridInterp::bilinear && (ix != ix || iy != iy);
+            for (int64_t c = 0; c < C; ++c) o[c * Ho * Wo] = from_f32<T>(nan ? NAN : 0.0f);
+            continue;
+          }
           auto inside = [&](int64_t yy, int64_t xx) { return yy >= 0 && yy < H && xx >= 0 && xx < W; };
           if (mode == GridInterp::nearest) {
             int64_t xx = int64_t(std::nearbyint(ix)), yy = int64_t(std::nearbyint(iy));
