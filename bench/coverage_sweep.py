@@ -16,6 +16,9 @@ import warnings
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+from model_zoo import tensors_of as flat  # noqa: E402  (the outputs' tensors, in a fixed order)
+
 MODELS = {  # name -> family
     "alexnet": "cls", "efficientnet_v2_s": "cls", "inception_v3": "cls", "maxvit_t": "cls", "mnasnet0_5": "cls",
     "mobilenet_v2": "cls", "regnet_x_400mf": "cls", "resnext50_32x4d": "cls", "squeezenet1_0": "cls",
@@ -26,16 +29,6 @@ MODELS = {  # name -> family
     "fcos_resnet50_fpn": "det", "maskrcnn_resnet50_fpn": "det", "keypointrcnn_resnet50_fpn": "det",
     "fasterrcnn_resnet50_fpn_v2": "det", "raft_small": "flow",
 }
-
-
-def flat(o):
-    if isinstance(o, torch.Tensor):
-        return [o]
-    if isinstance(o, dict):
-        return [t for k in sorted(o) for t in flat(o[k])]
-    if isinstance(o, (list, tuple)):
-        return [t for v in o for t in flat(v)]
-    return []
 
 
 def rel_error(got, want):

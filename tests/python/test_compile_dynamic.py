@@ -141,6 +141,16 @@ def test_prompts_of_several_lengths_share_one_plan(dev):
     assert len(calls) == 3, messages  # 5 and 6 fitted, 7 checked; 8, a power of two, never called
 
 
+def learnt(model, c, dev):
+    """(a token, its cache) after a 9-token prefill and six compiled steps, by which c's
+    dynamic plan is learnt."""
+    logits, cache = model(torch.randint(0, 128, (1, 9)).to(dev))
+    nxt = logits[:, -1:].argmax(-1)
+    for _ in range(6):
+        _, cache = c(nxt, cache)
+    return nxt, cache
+
+
 def test_explain_runs_the_dynamic_plan_a_decode_step_takes(dev):
     """opscope.explain on a learnt dynamic plan: the KV cache (a list of pairs) is taken as
     compile takes it, the plan is the one the call runs (no trace), its eager steps run at
@@ -148,10 +158,7 @@ def test_explain_runs_the_dynamic_plan_a_decode_step_takes(dev):
     model, c, calls = small_decoder(dev, 3)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        logits, cache = model(torch.randint(0, 128, (1, 9)).to(dev))
-        nxt = logits[:, -1:].argmax(-1)
-        for _ in range(6):
-            _, cache = c(nxt, cache)
+        nxt, cache = learnt(model, c, dev)
         assert c._dyn is not None
         traces = len(calls)
         e = opscope.explain(c, nxt, cache, repeats=1)
@@ -170,10 +177,8 @@ def test_a_parameter_with_another_layout_is_not_taken_by_the_plan(dev):
     model, c, _ = small_decoder(dev, 4)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        logits, cache = model(torch.randint(0, 128, (1, 9)).to(dev))
-        nxt = logits[:, -1:].argmax(-1)
-        for _ in range(6):
-            _, cache = c(nxt, cache)
+        nxt, cache = learnt(model, c, dev)
+        assert c._dyn is not None
         fit, _ = c._dyn
         _, state = c._state()
         leaves, _ = _flat_args((nxt, cache))
