@@ -128,6 +128,27 @@ def test_clamp_keeps_nan():
     torch.testing.assert_close(got.cpu(), x.clamp(-1, 1), equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_clamp_by_tensors(dtype):
+    """clamp with tensor bounds (min only, max only, both, broadcast, crossed bounds), NaN in
+    self or a bound giving NaN, and the in-place and out= forms, as torch CPU."""
+    x = (torch.randn(4, 6) * 4).to(dtype)
+    lo, hi = (torch.randn(6) * 2 - 1).to(dtype), (torch.randn(4, 1) * 2 + 1).to(dtype)
+    for fn in (lambda t, a, b: torch.clamp(t, a, b), lambda t, a, b: torch.clamp(t, min=a),
+               lambda t, a, b: torch.clamp(t, max=b), lambda t, a, b: torch.clamp_min(t, a),
+               lambda t, a, b: torch.clamp_max(t, b), lambda t, a, b: torch.clamp(t, b.expand(4, 6), a),
+               lambda t, a, b: t.clone().clamp_(a, b.expand(4, 6)),
+               lambda t, a, b: torch.clamp(t, a, b, out=torch.empty(4, 6, dtype=t.dtype, device=t.device))):
+        got, want = native(fn, x, lo, hi)
+        assert torch.equal(got.cpu(), want)
+    if dtype.is_floating_point:
+        nan = float("nan")
+        y = torch.tensor([nan, -5.0, 5.0, 0.3]).to(dtype)
+        a, b = torch.tensor([-1.0, nan, -1.0, -1.0]).to(dtype), torch.tensor([1.0, 1.0, nan, 1.0]).to(dtype)
+        got, want = native(lambda t, p, q: torch.clamp(t, p, q), y, a, b)
+        torch.testing.assert_close(got.cpu(), want, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_addcmul(dtype):
     x, a, b = rand(4, 5, dtype=dtype), rand(5, dtype=dtype), rand(4, 1, dtype=dtype)

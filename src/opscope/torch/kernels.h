@@ -142,6 +142,7 @@ template <Form F> void logical_not_kernel(const c10::OperatorHandle& op, Stack* 
 template <Form F> void where_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void masked_fill_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Clamp K, Form F> void clamp_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Clamp K, Form F> void clamp_tensor_kernel(const c10::OperatorHandle& op, Stack* s);  // tensor bounds
 template <Form F> void addcmul_kernel(const c10::OperatorHandle& op, Stack* s);
 
 // ---- pooling and interpolation (ops_pool.cpp) ----

@@ -179,6 +179,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hardtanh", boxed<clamp_kernel<Clamp::hardtanh, F::functional>>());  // ReLU6
   m.impl("hardtanh_", boxed<clamp_kernel<Clamp::hardtanh, F::inplace>>());
   m.impl("hardtanh.out", boxed<clamp_kernel<Clamp::hardtanh, F::out>>());
+  m.impl("clamp.Tensor", boxed<clamp_tensor_kernel<Clamp::both, F::functional>>());
+  m.impl("clamp_.Tensor", boxed<clamp_tensor_kernel<Clamp::both, F::inplace>>());
+  m.impl("clamp.Tensor_out", boxed<clamp_tensor_kernel<Clamp::both, F::out>>());
+  m.impl("clamp_min.Tensor", boxed<clamp_tensor_kernel<Clamp::min, F::functional>>());
+  m.impl("clamp_min_.Tensor", boxed<clamp_tensor_kernel<Clamp::min, F::inplace>>());
+  m.impl("clamp_min.Tensor_out", boxed<clamp_tensor_kernel<Clamp::min, F::out>>());
+  m.impl("clamp_max.Tensor", boxed<clamp_tensor_kernel<Clamp::max, F::functional>>());
+  m.impl("clamp_max_.Tensor", boxed<clamp_tensor_kernel<Clamp::max, F::inplace>>());
+  m.impl("clamp_max.Tensor_out", boxed<clamp_tensor_kernel<Clamp::max, F::out>>());
   m.impl("addcmul", boxed<addcmul_kernel<F::functional>>());
   m.impl("addcmul_", boxed<addcmul_kernel<F::inplace>>());
   m.impl("addcmul.out", boxed<addcmul_kernel<F::out>>());

@@ -182,6 +182,28 @@ void clamp_kernel(const c10::OperatorHandle& op, Stack* s) {
   run_unary<F>(c, [&](const Tensor& x) { return clamp(x, lo, hi); });
 }
 
+// clamp.Tensor / clamp_min.Tensor / clamp_max.Tensor: bounds that are tensors (broadcast
+// with self, of self's dtype) as maximum then minimum, NaN in any of the three giving NaN
+// as torch's kernel.
+template <Clamp K, Form F>
+void clamp_tensor_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  c10::optional<at::Tensor> lo, hi;
+  if (K == Clamp::both) lo = c.opt_tensor(1), hi = c.opt_tensor(2);
+  else if (K == Clamp::min) lo = c.tensor(1);
+  else hi = c.tensor(1);
+  at::Tensor lt = lo ? *lo : at::Tensor(), ht = hi ? *hi : at::Tensor();
+  if (!has_kernels({&self, &lt, &ht}, false) || self.scalar_type() == at::kBool || (!lo && !hi)) return c.fall_back();
+  for (const at::Tensor* b : {&lt, &ht})
+    if (b->defined() && (b->scalar_type() != self.scalar_type() || !on_device(*b))) return c.fall_back();  // promotion
+  run_unary<F>(c, [&](const Tensor& x) {
+    Tensor r = lt.defined() ? maximum(x, from_torch(lt, c.name())) : x;
+    return ht.defined() ? minimum(r, from_torch(ht, c.name())) : r;
+  });
+}
+
 // addcmul(self, tensor1, tensor2, value): self + value * tensor1 * tensor2.
 template <Form F>
 void addcmul_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -221,6 +243,9 @@ OPSCOPE_FORMS(clamp_kernel, Clamp::both)
 OPSCOPE_FORMS(clamp_kernel, Clamp::min)
 OPSCOPE_FORMS(clamp_kernel, Clamp::max)
 OPSCOPE_FORMS(clamp_kernel, Clamp::hardtanh)
+OPSCOPE_FORMS(clamp_tensor_kernel, Clamp::both)
+OPSCOPE_FORMS(clamp_tensor_kernel, Clamp::min)
+OPSCOPE_FORMS(clamp_tensor_kernel, Clamp::max)
 OPSCOPE_FORMS(addcmul_kernel)
 #undef OPSCOPE_FORMS
 
