@@ -1,7 +1,8 @@
 """F.grid_sample on the device (grid_sampler_2d), against torch's CPU kernel: bilinear and
 nearest, zeros / border / reflection padding, align_corners on and off, points inside,
 on the edges and far outside, a strided grid, bf16; bicubic still reaches torch's kernel.
-Each native form runs without a fallback counted."""
+And a spatial transformer's grid (F.affine_grid, through linspace). Each native form runs
+without a fallback counted."""
 import itertools
 import warnings
 
@@ -64,6 +65,28 @@ def test_nan_and_far_points_as_torch():
             got, want = native(lambda t, gg: F.grid_sample(t, gg, mode=mode, padding_mode=padding,
                                                            align_corners=False), x, points)
             torch.testing.assert_close(got.cpu(), want, equal_nan=True, rtol=1e-5, atol=1e-5)
+
+
+def test_linspace_and_affine_grid_as_torch_to_the_ends_rounding():
+    """linspace in f32: torch's halves (up from start, down from end), so the ends and the
+    short ranges are exact and the rest within two ulps of the ends' magnitude (torch's vector
+    loop rounds some values apart); 0 and 1 steps; then affine_grid, and grid_sample on its
+    grid."""
+    dev = opscope.device()
+    for a, b, n in ((0.0, 1.0, 5), (-1.0, 1.0, 7), (3.3, -2.1, 100), (-1.0, 1.0, 1001), (2.5, 9.0, 1), (1.0, 2.0, 0)):
+        got, want = native(lambda: torch.linspace(a, b, n, device=dev))[0], torch.linspace(a, b, n)
+        assert got.shape == want.shape
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=2.4e-7 * max(abs(a), abs(b)))
+        if n:
+            assert got[0].item() == want[0].item() and got[-1].item() == want[-1].item()
+    theta = torch.tensor([[[0.8, -0.3, 0.1], [0.25, 1.1, -0.2]]])
+    for corners in (False, True):
+        got, want = native(lambda th: F.affine_grid(th, (1, 3, 6, 7), align_corners=corners), theta)
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+        x = torch.randn(1, 3, 6, 7)
+        got, want = native(lambda t, th: F.grid_sample(t, F.affine_grid(th, (1, 3, 5, 4), align_corners=corners),
+                                                       align_corners=corners), x, theta)
+        assert_close(got, want)
 
 
 def test_bicubic_still_runs_torchs_kernel():

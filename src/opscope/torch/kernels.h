@@ -129,6 +129,7 @@ void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void embedding_kernel(const c10::OperatorHandle& op, Stack* s);
 void clone_kernel(const c10::OperatorHandle& op, Stack* s);
 void arange_kernel(const c10::OperatorHandle& op, Stack* s);
+void linspace_kernel(const c10::OperatorHandle& op, Stack* s);  // linspace.out
 void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void test_kernel(const c10::OperatorHandle& op, Stack* s);  // opscope::_test_kernel (waits at a gate)
 

@@ -64,6 +64,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", TORCH_FN(zero_kernel));
   m.impl("clone", boxed<clone_kernel>());
   m.impl("arange.start_out", boxed<arange_kernel>());
+  m.impl("linspace.out", boxed<linspace_kernel>());
 
   // ---- binary (ops_math.cpp); the .Scalar forms are composite and reach .Tensor, whose
   // functional form has an unboxed fast path ----

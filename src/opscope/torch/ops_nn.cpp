@@ -282,6 +282,30 @@ void arange_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// linspace.out(start, end, steps) in f32: made on the host and copied over (steps are few: a
+// grid's axis, positions), the first half counted up from start and the second down from end
+// in f32, as torch's scalar loop; torch's vector loop rounds some values an ulp apart. Other
+// dtypes (integers truncate torch's own way) reach torch's kernel.
+void linspace_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& out = c.out();
+  const int64_t steps = c.arg(2).toInt();
+  if (!has_kernels({&out}, false) || steps < 0 || out.scalar_type() != at::kFloat) return c.fall_back();
+  try {
+    AtenScope scope(c.name(), {});
+    Tensor o = from_torch(out, c.name());
+    const float start = float(c.number(0)), end = float(c.number(1));
+    const float step = steps > 1 ? (end - start) / float(steps - 1) : 0.0f;
+    std::vector<float> v(static_cast<size_t>(steps));
+    for (int64_t i = 0; i < steps; ++i)
+      v[size_t(i)] = i < steps / 2 || steps == 1 ? start + step * float(i) : end - step * float(steps - i - 1);
+    c.ret(deliver(Form::out, from_host(v, {steps}, DType::f32, &o.device()), out, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 // opscope::rms_norm(x, weight, eps): the built-in fused kernel (one launch).
 void rms_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
