@@ -285,8 +285,7 @@ void arange_kernel(const c10::OperatorHandle& op, Stack* s) {
 // linspace.out(start, end, steps) in f32: made on the host and copied over (steps are few: a
 // grid's axis, positions), the first half counted up from start and the second down from end
 // in f32, as torch's scalar loop; torch's vector loop rounds middle values up to two ulps of
-// the ends apart. Other
-// dtypes (integers truncate torch's own way) reach torch's kernel.
+// the ends apart. Other dtypes (integers truncate torch's own way) reach torch's kernel.
 void linspace_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
   if (meta_mode()) return c.fall_back();
