@@ -824,10 +824,13 @@ class CompiledFunction:
         dynamic=True, the plan for every size where it takes this call (as __call__ finds
         it, without a trace); (plan, the call's flat inputs)."""
         key, names, state, flat = self._key(args)
-        plan = self.plans.get(key)
-        if plan is None and self._dyn is not None and key[:2] == self._dyn_key and self._dyn[0].accepts(flat):
-            plan = self._dyn[1]
-        return plan if plan is not None else self._build(key, names, state, args), flat
+        if key not in self.plans and self._dynamic_takes(key, flat):
+            return self._dyn[1], flat
+        return self._build(key, names, state, args), flat
+
+    def _dynamic_takes(self, key, flat):
+        """Whether the learnt plan for every size takes a call of this key and flat inputs."""
+        return self._dyn is not None and key[:2] == self._dyn_key and self._dyn[0].accepts(flat)
 
     def _build(self, key, names, state, args):
         plan = self.plans.get(key)
@@ -865,7 +868,7 @@ class CompiledFunction:
         the call to the static path."""
         if self._dyn_off is not None:
             return None
-        if self._dyn is not None and key[:2] == self._dyn_key and self._dyn[0].accepts(flat):
+        if self._dynamic_takes(key, flat):
             fit, plan = self._dyn
             s = fit.size_of(flat)
             if s not in fit.checked and (len(fit.checked) < 3 or s & (s - 1) == 0):

@@ -115,28 +115,22 @@ class Fit:
         self._structure = structure   # per node: _structure() of its fingerprint entry
         self.n_placeholders = sum(1 for st in structure if st[0] == "placeholder")
         self.checked = set(checked)   # sizes traced to check the fit
-        self._input_checks = None
+        self._checks = [self._input_check(i) for i in range(self.n_placeholders)]
+        self._moving = [i for i, c in enumerate(self._checks) if c[3]]     # inputs with a dim that follows s
+        self._fixed = [i for i, c in enumerate(self._checks) if not c[3]]  # the others (the parameters)
         self._fixed_key = None        # the signature key of the inputs that do not follow s, once taken
 
     def size_of(self, flat):
         return int(flat[self.sym_leaf].shape[self.sym_dim])
 
-    def _inputs(self):
-        """Per input: (dtype, device, its layout's constant ints with None where they follow
-        s, [(position, a, b)] of those): made once, read on every call. Also which inputs
-        have a dim that follows s (a KV cache) and which do not (the parameters)."""
-        if self._input_checks is None:
-            checks = []
-            for i in range(self.n_placeholders):
-                fits = self.layout_fit[i][:-1]  # without the separator
-                fixed = tuple(None if f.a else f.b for f in fits)
-                moving = [(k, f.a, f.b) for k, f in enumerate(fits) if f.a]
-                dtype, device = self._structure[i][3]
-                checks.append((dtype, torch.device(device), fixed, moving))
-            self._input_checks = checks
-            self._moving = [i for i, c in enumerate(checks) if c[3]]
-            self._fixed = [i for i, c in enumerate(checks) if not c[3]]
-        return self._input_checks
+    def _input_check(self, i):
+        """Input i's (dtype, device, its layout's constant ints with None where they follow s,
+        [(position, a, b)] of those), read on every call."""
+        fits = self.layout_fit[i][:-1]  # without the separator
+        fixed = tuple(None if f.a else f.b for f in fits)
+        moving = [(k, f.a, f.b) for k, f in enumerate(fits) if f.a]
+        dtype, device = self._structure[i][3]
+        return dtype, torch.device(device), fixed, moving
 
     @staticmethod
     def _takes(t, check, s):
@@ -163,13 +157,12 @@ class Fit:
         if len(flat) != self.n_placeholders or flat[self.sym_leaf].dim() <= self.sym_dim:
             return False
         s = self.size_of(flat)
-        checks = self._inputs()
         key = _C._signature_key([flat[i] for i in self._fixed])
         if key is None or key != self._fixed_key:
-            if not all(self._takes(flat[i], checks[i], s) for i in self._fixed):
+            if not all(self._takes(flat[i], self._checks[i], s) for i in self._fixed):
                 return False
             self._fixed_key = key
-        return all(self._takes(flat[i], checks[i], s) for i in self._moving)
+        return all(self._takes(flat[i], self._checks[i], s) for i in self._moving)
 
     def matches(self, fp, s):
         """Whether a trace at size s is what the fit predicts: the same ops on the same

@@ -32,6 +32,8 @@ inline bool is_cpu_scalar(const at::Tensor& t) { return t.defined() && t.dim() =
 // The opscope view of a device tensor. Throws "[op] ..." naming `op` when t is not on the
 // device or its dtype has no opscope kernels (callers check has_kernels first).
 Tensor from_torch(const at::Tensor& t, const char* op);
+// The same for an optional operand (a bias, a weight): undefined stays undefined.
+inline Tensor from_torch_opt(const at::Tensor& t, const char* op) { return t.defined() ? from_torch(t, op) : Tensor(); }
 // A device tensor over the storage of an opscope tensor.
 at::Tensor to_torch(const Tensor& t);
 // True when every defined tensor is on the device with a dtype opscope computes in.

@@ -50,7 +50,7 @@ void convolution_kernel(const c10::OperatorHandle&, Stack* s) {
     return c.fall_back();
   try {
     Tensor x = from_torch(input, c.name()), w = from_torch(weight, c.name());
-    Tensor bias = bt.defined() ? from_torch(bt, c.name()) : Tensor();
+    Tensor bias = from_torch_opt(bt, c.name());
     AtenScope scope(c.name(), {&x, &w});
     c.ret(to_torch(conv(x, w, bias, int_list(c.arg(3)), int_list(c.arg(4)), int_list(c.arg(5)), c.arg(8).toInt(),
                         c.arg(6).toBool(), int_list(c.arg(7)))));
@@ -82,8 +82,8 @@ void conv2d_act_kernel(const c10::OperatorHandle& op, Stack* s) {
     return c.fall_back();
   try {
     Tensor x = from_torch(input, c.name()), w = from_torch(weight, c.name());
-    Tensor bias = bt.defined() ? from_torch(bt, c.name()) : Tensor();
-    Tensor residual = rt.defined() ? from_torch(rt, c.name()) : Tensor();
+    Tensor bias = from_torch_opt(bt, c.name());
+    Tensor residual = from_torch_opt(rt, c.name());
     AtenScope scope(c.name(), {&x, &w});
     c.ret(to_torch(conv2d(x, w, bias, *stride, *padding, *dilation, c.arg(6).toInt(), act, residual)));
   } catch (const opscope::Error& e) {

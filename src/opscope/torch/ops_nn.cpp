@@ -186,8 +186,7 @@ static void batch_norm_training(Call& c, const at::Tensor& input, const at::Tens
     for (int d = 2; d < x.ndim(); ++d) axes.push_back(d);
     Tensor x32 = as_dtype(x, DType::f32), mu = mean(x32, axes), var_b = var(x32, axes, false, 0);
     const double eps = c.arg(7).toDouble(), momentum = c.arg(6).toDouble();
-    auto opt = [&](const at::Tensor& t) { return t.defined() ? from_torch(t, c.name()) : Tensor(); };
-    Tensor y = batch_norm(x, mu, var_b, opt(wt), opt(bt), eps);
+    Tensor y = batch_norm(x, mu, var_b, from_torch_opt(wt, c.name()), from_torch_opt(bt, c.name()), eps);
     auto update = [&](const at::Tensor& running, const Tensor& batch) {
       if (!running.defined()) return;
       Tensor r = from_torch(running, c.name());
@@ -221,9 +220,8 @@ void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   try {
     Tensor x = from_torch(input, c.name());
     AtenScope scope(c.name(), {&x});
-    auto opt = [&](const at::Tensor& t) { return t.defined() ? from_torch(t, c.name()) : Tensor(); };
-    Tensor y = batch_norm(x, from_torch(mean_t, c.name()), from_torch(var_t, c.name()), opt(wt), opt(bt),
-                          c.arg(7).toDouble());
+    Tensor y = batch_norm(x, from_torch(mean_t, c.name()), from_torch(var_t, c.name()), from_torch_opt(wt, c.name()),
+                          from_torch_opt(bt, c.name()), c.arg(7).toDouble());
     // Eval saves no statistics for backward, as torch's CPU kernel.
     c.ret_tuple(to_torch(y), at::empty({0}, input.options()), at::empty({0}, input.options()));
   } catch (const opscope::Error& e) {
