@@ -69,15 +69,24 @@ def test_each_activation_in_the_matmuls_launch_equals_torch(dev, tmp_path, act, 
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_a_bf16_linear_is_packed_and_matches_eager(dev, tmp_path):
+@pytest.mark.parametrize("act", [None, nn.GELU(), nn.SiLU()], ids=lambda a: type(a).__name__ if a else "none")
+def test_a_bf16_linear_is_packed_with_its_bias_and_activation(dev, tmp_path, act):
     torch.manual_seed(2)
-    m = nn.Sequential(nn.Linear(256, 512), nn.GELU()).eval().to(torch.bfloat16)
+    layers = [nn.Linear(256, 512)] + ([act] if act else [])
+    m = nn.Sequential(*layers).eval().to(torch.bfloat16)
     x = torch.randn(2, 64, 256).to(torch.bfloat16)
     with torch.no_grad():
-        want = m.to(dev)(x.to(dev)).float().cpu()  # eager on the device
+        # oneDNN adds the bias and applies the activation to the f32 sums, then rounds once
+        exact = nn.functional.linear(x.float(), m[0].weight.float(), m[0].bias.float())
+        exact = act(exact) if act else exact
+        want = m.to(dev)(x.to(dev)).float().cpu()  # eager on the device: a rounding per op
         f = opscope.compile(m)
         f(x.to(dev))
         f(x.to(dev))
         got, names = launches(lambda: f(x.to(dev)).float().cpu(), tmp_path)
-    assert "matmul_packed_bf16" in names, names
+    suffix = f"_{type(act).__name__.lower()}" if act else ""
+    assert f"matmul_packed{suffix}_bf16" in names, names
+    model = [n for n in names if not n.startswith("cast_")]  # .float() after it is the test's
+    assert len(model) == 1, f"the bias and the activation run in the matmul's launch: {names}"
+    torch.testing.assert_close(got, exact.to(torch.bfloat16).float(), rtol=8e-3, atol=1e-5)  # an ulp of bf16
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)

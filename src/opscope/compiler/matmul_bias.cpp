@@ -12,6 +12,10 @@ namespace opscope::compiler {
 
 namespace {
 
+// f32 matmuls add an f32 bias in their launch, packed or not; bf16 ones a bf16 bias when
+// packed (oneDNN adds it to the f32 sums), and otherwise the matmul runs, then the add.
+bool takes_bias(DType out, DType bias) { return out == bias && (out == DType::f32 || out == DType::bf16); }
+
 // The matmul operand of `add` that can take the other operand as its bias, or -1.
 int bias_target(const Graph& g, const Node& add, const std::vector<std::vector<int>>& uses) {
   for (int side = 0; side < 2; ++side) {
@@ -19,7 +23,7 @@ int bias_target(const Graph& g, const Node& add, const std::vector<std::vector<i
     const Node& mm = g.producer(m);
     const Value &mv = g.values[size_t(m)], &bv = g.values[size_t(bias)];
     if (mm.kind != OpKind::matmul || mm.dead || mm.inputs.size() != 2 || uses[size_t(m)].size() != 1) continue;
-    if (mv.dtype != DType::f32 || bv.dtype != DType::f32 || mv.shape.size() < 2) continue;
+    if (!takes_bias(mv.dtype, bv.dtype) || mv.shape.size() < 2) continue;
     if (bv.shape.size() != 1 || bv.shape[0] != mv.shape.back() || !bv.contiguous()) continue;
     if (g.values[size_t(add.outputs[0])].shape != mv.shape) continue;
     if (g.values[size_t(bias)].node > g.values[size_t(m)].node) continue;  // defined after the matmul
@@ -38,12 +42,13 @@ bool fuses_onward(const Graph& g, int v, const std::vector<std::vector<int>>& us
 }
 
 // Whether value `v` is a matmul (with or without a bias already) that can take an epilogue:
-// f32, B a weight, large enough to be packed, and `v` used once.
+// f32 or bf16, B a weight, large enough to be packed, and `v` used once.
 bool takes_epilogue(const Graph& g, int v, const std::vector<std::vector<int>>& uses) {
   const Node& mm = g.producer(v);
   if (mm.kind != OpKind::matmul || mm.dead || mm.attrs.epilogue || uses[size_t(v)].size() != 1) return false;
   const Value& out = g.values[size_t(v)];
-  if (out.dtype != DType::f32 || out.shape.size() < 2 || !g.read_from_source(mm.inputs[1])) return false;
+  if ((out.dtype != DType::f32 && out.dtype != DType::bf16) || out.shape.size() < 2 || !g.read_from_source(mm.inputs[1]))
+    return false;
   const int64_t N = out.shape.back(), K = g.values[size_t(mm.inputs[0])].shape.back();
   return N > 0 && cpu_kernels::PackedMatmul::worth_packing(out.shape.numel() / N, N, K);
 }
@@ -69,7 +74,6 @@ void fold_matmul_epilogue(Graph& g) {
   const std::vector<std::vector<int>> uses = g.uses();
   for (Node& act : g.nodes) {
     if (act.dead || !is_matmul_epilogue(act.kind) || act.outputs.size() != 1) continue;
-    if (g.values[size_t(act.outputs[0])].dtype != DType::f32) continue;
     // A Linear without a bias on a 3-d input is a matmul, an in-order view back to 3-d, then
     // the activation, which commutes with the view and joins the matmul before it.
     const int in = act.inputs[0];

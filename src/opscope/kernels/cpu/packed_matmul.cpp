@@ -95,8 +95,9 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
                                                        int cores, Epilogue epilogue) {
   const DType dtype = a.dtype();
   if ((dtype != DType::f32 && dtype != DType::bf16) || b.dtype() != dtype || a.ndim() < 2 || b.ndim() < 2) return nullptr;
-  if (a.device().type() != DeviceType::cpu || (bias && bias->dtype() != DType::f32)) return nullptr;
-  if (dtype == DType::bf16 && (bias || epilogue != Epilogue::none)) return nullptr;  // the graph folds them for f32 only
+  // The bias: f32, or the operands' dtype (a bf16 Linear's); oneDNN adds it to the f32 sums.
+  if (a.device().type() != DeviceType::cpu || (bias && bias->dtype() != DType::f32 && bias->dtype() != dtype))
+    return nullptr;
   for (int d = 0; d + 2 < b.ndim(); ++d)
     if (b.shape()[d] != 1) return nullptr;  // one weight for every row
   const int64_t K = a.shape()[a.ndim() - 1], N = b.shape()[b.ndim() - 1];
@@ -115,6 +116,7 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   p->out_shape_ = a.shape();
   p->out_shape_[a.ndim() - 1] = N;
   p->m_ = M, p->n_ = N, p->k_ = K, p->bias_ = bias != nullptr, p->epilogue_ = epilogue, p->dtype_ = dtype;
+  p->bias_dtype_ = bias ? bias->dtype() : dtype;
   const dt type = dtype == DType::bf16 ? dt::bf16 : dt::f32;
   const int64_t width = (N + chunks - 1) / chunks, step = (width + 15) / 16 * 16;  // oneDNN's 16-wide blocks
   // The reorder runs on this (host) thread: one OpenMP thread, and the thread's own count back after.
@@ -128,7 +130,7 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
       const int64_t n = c->hi - lo;
       c->src = md({M, K}, type, {lda, 1});
       c->dst = md({M, n}, type, {N, 1});
-      c->bias = md({1, n}, dt::f32, {n, 1});
+      c->bias = md({1, n}, bias && bias->dtype() == DType::bf16 ? dt::bf16 : dt::f32, {n, 1});
       md user({K, n}, type, {sbk, sbn});
       md any({K, n}, type, dnnl::memory::format_tag::any);
       auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
@@ -158,7 +160,7 @@ std::string PackedMatmul::kernel_name(Epilogue epilogue, DType dtype) {
 
 LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* bias) const {
   if (a.shape() != a_shape_ || a.strides() != a_strides_ || out.shape() != out_shape_ || !out.is_contiguous() ||
-      bool(bias) != bias_ || a.dtype() != dtype_ || out.dtype() != dtype_)
+      bool(bias) != bias_ || (bias && bias->dtype() != bias_dtype_) || a.dtype() != dtype_ || out.dtype() != dtype_)
     fail("matmul", "internal: packed weights were made for a {} with strides {}, not {} with strides {}",
          a_shape_.str(), a_strides_.str(), a.shape().str(), a.strides().str());
   LaunchSpec spec;
@@ -169,10 +171,10 @@ LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* 
   spec.bytes = a.nbytes() + out.nbytes() + k_ * n_ * int64_t(a.itemsize()) + (bias ? bias->nbytes() : 0);
   char* ap = static_cast<char*>(a.data_ptr());
   char* cp = static_cast<char*>(out.data_ptr());
-  float* bp = bias ? bias->data<float>() : nullptr;
-  const int64_t item = int64_t(out.itemsize());
+  char* bp = bias ? static_cast<char*>(bias->data_ptr()) : nullptr;
+  const int64_t item = int64_t(out.itemsize()), bias_item = bias ? int64_t(bias->itemsize()) : 0;
   // The launch may run after the caller has dropped these weights: it holds them.
-  spec.body = [self = shared_from_this(), ap, cp, bp, item](int64_t begin, int64_t end) {
+  spec.body = [self = shared_from_this(), ap, cp, bp, item, bias_item](int64_t begin, int64_t end) {
     dnnl::stream& s = onednn_core_stream();
     try {
       for (int64_t i = begin; i < end; ++i) {
@@ -180,7 +182,7 @@ LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* 
         dnnl::memory src(c.src, onednn_engine(), ap), dst(c.dst, onednn_engine(), cp + c.lo * item);
         std::unordered_map<int, dnnl::memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, c.weights}, {DNNL_ARG_DST, dst}};
-        if (bp) args.emplace(DNNL_ARG_BIAS, dnnl::memory(c.bias, onednn_engine(), bp + c.lo));
+        if (bp) args.emplace(DNNL_ARG_BIAS, dnnl::memory(c.bias, onednn_engine(), bp + c.lo * bias_item));
         c.prim.execute(s, args);
       }
       s.wait();

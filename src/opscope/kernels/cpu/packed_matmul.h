@@ -22,7 +22,8 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   // Whether an (M x K) @ (K x N) product is large enough to pack, on two cores or more.
   static bool worth_packing(int64_t M, int64_t N, int64_t K);
   // Packs `b` for out = a @ b (+ bias) with a's layout as given: f32, or bf16 (on the CPU's
-  // bf16 dot products, without bias or epilogue). Null where packing does not pay or oneDNN
+  // bf16 dot products; the bias f32 or bf16, added with the epilogue to the f32 sums before
+  // the one rounding to bf16). Null where packing does not pay or oneDNN
   // cannot take it: another dtype, b batched, a's rows not one stride apart, fewer
   // than 64 columns a core, or a product too small to gain from it. The caller then runs
   // matmul as usual (and the epilogue after it).
@@ -45,7 +46,7 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   int64_t m_ = 0, n_ = 0, k_ = 0;
   bool bias_ = false;
   Epilogue epilogue_ = Epilogue::none;
-  DType dtype_ = DType::f32;
+  DType dtype_ = DType::f32, bias_dtype_ = DType::f32;
   std::vector<std::unique_ptr<Chunk>> chunks_;
 };
 
