@@ -60,6 +60,24 @@ prof::TraceEvent event(prof::EventKind k, const std::string& name, uint64_t id) 
 
 }  // namespace
 
+// Two graphs made kernels of one name; the first is loaded again, from another cache
+// folder: a profile of that kernel name now records it, at its new folder (it recorded
+// the second graph's, or the first at a folder that may be gone).
+TEST(CompilerProfile, AnArtifactLoadedAgainIsTheLatest) {
+  const std::string k = "fused_test_reload_f32";
+  compiler::register_artifact({{k, k + "_a", "hash_a", "/tmp/first", "/tmp/first/manifest.json"}});
+  compiler::register_artifact({{k, k + "_b", "hash_b", "/tmp/second", "/tmp/second/manifest.json"}});
+  ASSERT_EQ(compiler::find_kernel_artifact(k)->hash, "hash_b");
+  compiler::register_artifact({{k, k + "_a", "hash_a", "/tmp/third", "/tmp/third/manifest.json"}});
+  auto a = compiler::find_kernel_artifact(k);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->hash, "hash_a");
+  EXPECT_EQ(a->dir, "/tmp/third");
+  int entries = 0;
+  for (const auto& have : compiler::loaded_kernel_artifacts()) entries += have.kernel == k;
+  EXPECT_EQ(entries, 2);  // each artifact once
+}
+
 TEST(CompilerProfile, SavedProfileCarriesTheCompiledKernelsArtifact) {
   TempCache cache;
   std::string out = temp_dir("profile");

@@ -1,6 +1,7 @@
 #include "opscope/compiler/artifacts.h"
 
 #include <mutex>
+#include <vector>
 
 #include "opscope/profiler/annotate.h"
 
@@ -16,10 +17,11 @@ void register_artifact(const std::vector<KernelArtifact>& kernels) {
   static std::once_flag hook;
   std::call_once(hook, [] { prof::set_trace_annotator("compiler artifacts", annotate_trace_artifacts); });
   std::lock_guard<std::mutex> g(g_m);
+  // Loaded again (from another cache folder, or after another graph made a kernel of the
+  // same name): it is the latest loaded, the one a profile of its kernel name records.
   for (const KernelArtifact& k : kernels) {
-    bool known = false;
-    for (auto& have : g_kernels) known = known || (have.symbol == k.symbol && have.hash == k.hash);
-    if (!known) g_kernels.push_back(k);
+    std::erase_if(g_kernels, [&](const KernelArtifact& have) { return have.symbol == k.symbol && have.hash == k.hash; });
+    g_kernels.push_back(k);
   }
 }
 

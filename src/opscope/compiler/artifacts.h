@@ -22,7 +22,8 @@ struct KernelArtifact {
   std::string manifest;  // dir + "/manifest.json"
 };
 
-// Records the kernels of an artifact this process loaded (compile() does it). The first
+// Records the kernels of an artifact this process loaded (compile() does it); one loaded
+// again (from another cache folder) becomes the latest, with its new folder. The first
 // call also installs annotate_trace_artifacts as a profiler trace annotator.
 void register_artifact(const std::vector<KernelArtifact>& kernels);
 // The artifact of the kernel launched under `kernel_name` (the latest one loaded, when
