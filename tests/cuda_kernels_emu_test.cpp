@@ -20,7 +20,10 @@
 #include "opscope/compiler/cache.h"
 #include "opscope/core/dtype.h"
 #include "opscope/cuda/layout.h"
+#include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/window2d.h"
+#include "opscope/runtime/runtime.h"
+#include "opscope/runtime/tensor.h"
 
 using namespace opscope;
 
@@ -120,6 +123,9 @@ extern "C" int emu_binary_bcast(int op, float* out, const float* a, const float*
   long long n = rows * cols;
   return run([=] { map_strided<float, 2>(out, a, b, n, l, f); }, grid, 256);
 }
+// The unary kernels' op on one value, and how many ops the kernels know.
+extern "C" float emu_unary(int op, float x) { return unary_f(op, x); }
+extern "C" int emu_unary_ops() { return kUnaryOps; }
 // out = op(a, b), all contiguous: the 128-bit path with its tail.
 extern "C" int emu_binary_vec(int op, float* out, const float* a, const float* b, long long n, unsigned grid) {
   MapOp f{1, op, 0.0f};
@@ -475,6 +481,35 @@ TEST_F(CudaKernelsEmu, BroadcastBinaryMatchesReference) {
   std::vector<float> a = randoms(37, 9), b = randoms(37, 10), out(37, -1);
   ASSERT_EQ(vec(kSub, out.data(), a.data(), b.data(), 37, 2), 0);
   for (int i = 0; i < 37; ++i) EXPECT_FLOAT_EQ(out[i], a[i] - b[i]) << i;
+}
+
+// Each op of cpu_kernels::UnaryOp, by its value, computes on the GPU what the CPU kernel
+// computes: an op the CUDA switch lacks returned x unchanged (floor to erf did, silently).
+TEST_F(CudaKernelsEmu, EveryUnaryOpMatchesTheCpuKernel) {
+  auto unary = fn<float (*)(int, float)>("emu_unary");
+  const int ops = fn<int (*)()>("emu_unary_ops")();
+  EXPECT_EQ(ops, int(cpu_kernels::UnaryOp::erf) + 1) << "the CUDA op codes and cpu_kernels::UnaryOp differ in length";
+  const std::vector<float> xs = {-3.7f, -2.5f, -1.0f, -0.5f, -0.0f, 0.0f, 0.3f, 0.5f, 1.5f, 2.5f, 7.25f, 40.0f};
+  Tensor x = from_host(xs, {int64_t(xs.size())});
+  for (int op = 0; op < ops; ++op) {
+    const auto kind = cpu_kernels::UnaryOp(op);
+    Tensor want = runtime::allocate(x.shape(), DType::f32, x.device());
+    runtime::launch(x.device(), cpu_kernels::unary_spec(kind, want, x), {&x}, {&want});
+    std::vector<float> w = want.to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      float got = unary(op, xs[i]);
+      if (std::isnan(w[i])) {
+        EXPECT_TRUE(std::isnan(got)) << cpu_kernels::op_name(kind) << "(" << xs[i] << ") = " << got << ", not NaN";
+        continue;
+      }
+      if (std::isinf(w[i])) {
+        EXPECT_EQ(got, w[i]) << cpu_kernels::op_name(kind) << "(" << xs[i] << ") on the GPU";
+        continue;
+      }
+      EXPECT_NEAR(got, w[i], 2e-6 * std::max(1.0f, std::fabs(w[i])))
+          << cpu_kernels::op_name(kind) << "(" << xs[i] << ") on the GPU";
+    }
+  }
 }
 
 TEST_F(CudaKernelsEmu, LastAxisReductionsMatchReference) {

@@ -14,7 +14,7 @@ namespace opscope::cuda_impl::dev {
 
 // Values of cpu_kernels::UnaryOp and BinaryOp.
 enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu, kGeluTanh,
-             kHardswish, kHardsigmoid };
+             kHardswish, kHardsigmoid, kFloor, kCeil, kRound, kTrunc, kSign, kLog2, kReciprocal, kErf, kUnaryOps };
 enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor, kRemainder };
 
 __device__ __forceinline__ float sigmoid_f(float x) {
@@ -40,8 +40,16 @@ __device__ __forceinline__ float unary_f(int op, float x) {
     case kGeluTanh: return x * sigmoid_f(1.5957691216057308f * (x + 0.044715f * x * x * x));  // x/2 (1 + tanh z)
     case kHardswish: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
     case kHardsigmoid: return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case kFloor: return floorf(x);
+    case kCeil: return ceilf(x);
+    case kRound: return rintf(x);  // half to even, as torch.round
+    case kTrunc: return truncf(x);
+    case kSign: return x != x ? x : float(x > 0.0f) - float(x < 0.0f);
+    case kLog2: return log2f(x);
+    case kReciprocal: return 1.0f / x;
+    case kErf: return erff(x);
   }
-  return x;
+  return x;  // not reached: kUnaryOps covers cpu_kernels::UnaryOp (CudaKernelsEmu.EveryUnaryOpMatchesTheCpuKernel)
 }
 
 __device__ __forceinline__ float binary_f(int op, float a, float b) {
