@@ -3,6 +3,7 @@
 // fiber, and run at small odd sizes against a double-precision reference. Covers the
 // warp-per-row and block-per-row paths, 128-bit and scalar paths, f32 and bf16, grids
 // smaller than the work (grid-stride loops). Needs a host C++ compiler, not CUDA.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -126,6 +127,8 @@ extern "C" int emu_binary_bcast(int op, float* out, const float* a, const float*
 // The unary kernels' op on one value, and how many ops the kernels know.
 extern "C" float emu_unary(int op, float x) { return unary_f(op, x); }
 extern "C" int emu_unary_ops() { return kUnaryOps; }
+extern "C" float emu_binary(int op, float a, float b) { return binary_f(op, a, b); }
+extern "C" int emu_binary_ops() { return kBinaryOps; }
 // out = op(a, b), all contiguous: the 128-bit path with its tail.
 extern "C" int emu_binary_vec(int op, float* out, const float* a, const float* b, long long n, unsigned grid) {
   MapOp f{1, op, 0.0f};
@@ -483,6 +486,13 @@ TEST_F(CudaKernelsEmu, BroadcastBinaryMatchesReference) {
   for (int i = 0; i < 37; ++i) EXPECT_FLOAT_EQ(out[i], a[i] - b[i]) << i;
 }
 
+// A GPU op's value against the CPU kernel's: NaN for NaN, infinities equal, else within 2e-6.
+void expect_same(float got, float want, const std::string& what) {
+  if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << what << " = " << got << ", not NaN";
+  else if (std::isinf(want)) EXPECT_EQ(got, want) << what;
+  else EXPECT_NEAR(got, want, 2e-6 * std::max(1.0f, std::fabs(want))) << what;
+}
+
 // Each op of cpu_kernels::UnaryOp, by its value, computes on the GPU what the CPU kernel
 // computes: an op the CUDA switch lacks returned x unchanged (floor to erf did, silently).
 TEST_F(CudaKernelsEmu, EveryUnaryOpMatchesTheCpuKernel) {
@@ -497,17 +507,29 @@ TEST_F(CudaKernelsEmu, EveryUnaryOpMatchesTheCpuKernel) {
     runtime::launch(x.device(), cpu_kernels::unary_spec(kind, want, x), {&x}, {&want});
     std::vector<float> w = want.to_vector<float>();
     for (size_t i = 0; i < xs.size(); ++i) {
-      float got = unary(op, xs[i]);
-      if (std::isnan(w[i])) {
-        EXPECT_TRUE(std::isnan(got)) << cpu_kernels::op_name(kind) << "(" << xs[i] << ") = " << got << ", not NaN";
-        continue;
-      }
-      if (std::isinf(w[i])) {
-        EXPECT_EQ(got, w[i]) << cpu_kernels::op_name(kind) << "(" << xs[i] << ") on the GPU";
-        continue;
-      }
-      EXPECT_NEAR(got, w[i], 2e-6 * std::max(1.0f, std::fabs(w[i])))
-          << cpu_kernels::op_name(kind) << "(" << xs[i] << ") on the GPU";
+      expect_same(unary(op, xs[i]), w[i], fmt::format("{}({}) on the GPU", cpu_kernels::op_name(kind), xs[i]));
+    }
+  }
+}
+
+TEST_F(CudaKernelsEmu, EveryBinaryOpMatchesTheCpuKernel) {
+  auto binary = fn<float (*)(int, float, float)>("emu_binary");
+  const int ops = fn<int (*)()>("emu_binary_ops")();
+  EXPECT_EQ(ops, int(cpu_kernels::BinaryOp::remainder) + 1) << "the CUDA op codes and cpu_kernels::BinaryOp differ in length";
+  const std::vector<float> as = {-7.5f, -3.0f, -0.5f, 0.0f, 2.5f, 5.0f, 9.0f};
+  const std::vector<float> bs = {-2.0f, 0.75f, 1.5f, 2.0f, 3.0f};
+  std::vector<float> av, bv;
+  for (float a : as)
+    for (float b : bs) av.push_back(a), bv.push_back(b);
+  Tensor a = from_host(av, {int64_t(av.size())}), b = from_host(bv, {int64_t(bv.size())});
+  for (int op = 0; op < ops; ++op) {
+    const auto kind = cpu_kernels::BinaryOp(op);
+    Tensor want = runtime::allocate(a.shape(), DType::f32, a.device());
+    runtime::launch(a.device(), cpu_kernels::binary_spec(kind, want, a, b), {&a, &b}, {&want});
+    std::vector<float> w = want.to_vector<float>();
+    for (size_t i = 0; i < av.size(); ++i) {
+      expect_same(binary(op, av[i], bv[i]), w[i],
+                  fmt::format("{}({}, {}) on the GPU", cpu_kernels::op_name(kind), av[i], bv[i]));
     }
   }
 }

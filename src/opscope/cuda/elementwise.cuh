@@ -15,7 +15,7 @@ namespace opscope::cuda_impl::dev {
 // Values of cpu_kernels::UnaryOp and BinaryOp.
 enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu, kGeluTanh,
              kHardswish, kHardsigmoid, kFloor, kCeil, kRound, kTrunc, kSign, kLog2, kReciprocal, kErf, kUnaryOps };
-enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor, kRemainder };
+enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor, kRemainder, kBinaryOps };
 
 __device__ __forceinline__ float sigmoid_f(float x) {
   float e = expf(-fabsf(x));  // <= 1: neither tail overflows
@@ -75,7 +75,7 @@ __device__ __forceinline__ float binary_f(int op, float a, float b) {
       return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
     }
   }
-  return a;
+  return a;  // not reached: kBinaryOps covers cpu_kernels::BinaryOp (CudaKernelsEmu.EveryBinaryOpMatchesTheCpuKernel)
 }
 
 // The op of one launch: unary (kIn 1), binary (kIn 2), or with a scalar (kIn 1).
