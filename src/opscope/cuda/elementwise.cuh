@@ -14,7 +14,8 @@ namespace opscope::cuda_impl::dev {
 
 // Values of cpu_kernels::UnaryOp and BinaryOp.
 enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu, kGeluTanh,
-             kHardswish, kHardsigmoid, kFloor, kCeil, kRound, kTrunc, kSign, kLog2, kReciprocal, kErf, kUnaryOps };
+             kHardswish, kHardsigmoid, kFloor, kCeil, kRound, kTrunc, kSign, kLog2, kReciprocal, kErf,
+             kExpm1, kLog1p, kTan, kAtan, kAsin, kAcos, kSinh, kCosh, kUnaryOps };
 enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor, kRemainder, kBinaryOps };
 
 __device__ __forceinline__ float sigmoid_f(float x) {
@@ -48,6 +49,14 @@ __device__ __forceinline__ float unary_f(int op, float x) {
     case kLog2: return log2f(x);
     case kReciprocal: return 1.0f / x;
     case kErf: return erff(x);
+    case kExpm1: return expm1f(x);
+    case kLog1p: return log1pf(x);
+    case kTan: return tanf(x);
+    case kAtan: return atanf(x);
+    case kAsin: return asinf(x);
+    case kAcos: return acosf(x);
+    case kSinh: return sinhf(x);
+    case kCosh: return coshf(x);
   }
   return x;  // not reached: kUnaryOps covers cpu_kernels::UnaryOp (CudaKernelsEmu.EveryUnaryOpMatchesTheCpuKernel)
 }

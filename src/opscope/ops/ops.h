@@ -45,6 +45,14 @@ Tensor sign(const Tensor& x);
 Tensor log2(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
 Tensor erf(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
 
 // ---- binary, with broadcasting; a double operand is a scalar of x's dtype ----
 Tensor add(const Tensor& a, const Tensor& b);

@@ -125,6 +125,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_UNARY("log2", log2)
   OPSCOPE_UNARY("reciprocal", reciprocal)
   OPSCOPE_UNARY("erf", erf)
+  OPSCOPE_UNARY("expm1", expm1)
+  OPSCOPE_UNARY("log1p", log1p)
+  OPSCOPE_UNARY("tan", tan)
+  OPSCOPE_UNARY("atan", atan)
+  OPSCOPE_UNARY("asin", asin)
+  OPSCOPE_UNARY("acos", acos)
+  OPSCOPE_UNARY("sinh", sinh)
+  OPSCOPE_UNARY("cosh", cosh)
 #undef OPSCOPE_UNARY
   m.impl("round", boxed<unary_kernel<Unary::round, F::functional>>());
   m.impl("round_", boxed<unary_kernel<Unary::round, F::inplace>>());

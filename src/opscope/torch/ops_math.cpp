@@ -121,13 +121,21 @@ Tensor apply(Unary u, const Tensor& x) {
     case Unary::log2: return log2(x);
     case Unary::reciprocal: return reciprocal(x);
     case Unary::erf: return erf(x);
+    case Unary::expm1: return expm1(x);
+    case Unary::log1p: return log1p(x);
+    case Unary::tan: return tan(x);
+    case Unary::atan: return atan(x);
+    case Unary::asin: return asin(x);
+    case Unary::acos: return acos(x);
+    case Unary::sinh: return sinh(x);
+    case Unary::cosh: return cosh(x);
   }
   return {};
 }
 
 // Torch computes these in floating point even for integer inputs; the others keep
 // integers (rounding and sign return them unchanged).
-bool floating_result(Unary u) {
+constexpr bool floating_result(Unary u) {
   switch (u) {
     case Unary::neg:
     case Unary::abs:
@@ -138,6 +146,18 @@ bool floating_result(Unary u) {
     case Unary::trunc:
     case Unary::sign: return false;
     default: return true;
+  }
+}
+
+// Of those, the ones torch takes integers (and bools) for, computing on their values as
+// f32; silu, gelu and the hard activations refuse them.
+constexpr bool promotes_integers(Unary u) {
+  switch (u) {
+    case Unary::silu:
+    case Unary::gelu:
+    case Unary::hardswish:
+    case Unary::hardsigmoid: return false;
+    default: return floating_result(u);
   }
 }
 
@@ -277,7 +297,17 @@ void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
     return c.fall_back();
   }
   const at::Tensor& self = c.tensor(0);
-  if (!has_kernels({&self}, floating_result(U))) return c.fall_back();
+  // torch.exp(ints) is f32, as the op on their values as f32; in place on an int tensor
+  // torch refuses (its own error, from the fallback).
+  constexpr bool kPromotes = promotes_integers(U) && F != Form::inplace;
+  if (!has_kernels({&self}, floating_result(U) && !kPromotes)) return c.fall_back();
+  if constexpr (F == Form::out && floating_result(U)) {
+    if (!at::isFloatingType(c.out().scalar_type())) return c.fall_back();  // torch's error: a float result into ints
+  }
+  if constexpr (kPromotes) {
+    if (!at::isFloatingType(self.scalar_type()))
+      return run_unary<F>(c, [](const Tensor& x) { return apply(U, x.to(DType::f32)); });
+  }
   if constexpr (U == Unary::gelu) {
     const std::string& approximate = c.arg(1).toStringRef();
     if (approximate == "tanh") return run_unary<F>(c, [](const Tensor& x) { return gelu_tanh(x); });
@@ -409,6 +439,14 @@ OPSCOPE_FORMS(unary_kernel, Unary::sign)
 OPSCOPE_FORMS(unary_kernel, Unary::log2)
 OPSCOPE_FORMS(unary_kernel, Unary::reciprocal)
 OPSCOPE_FORMS(unary_kernel, Unary::erf)
+OPSCOPE_FORMS(unary_kernel, Unary::expm1)
+OPSCOPE_FORMS(unary_kernel, Unary::log1p)
+OPSCOPE_FORMS(unary_kernel, Unary::tan)
+OPSCOPE_FORMS(unary_kernel, Unary::atan)
+OPSCOPE_FORMS(unary_kernel, Unary::asin)
+OPSCOPE_FORMS(unary_kernel, Unary::acos)
+OPSCOPE_FORMS(unary_kernel, Unary::sinh)
+OPSCOPE_FORMS(unary_kernel, Unary::cosh)
 OPSCOPE_FORMS(reduce_kernel, Reduce::sum)
 OPSCOPE_FORMS(reduce_kernel, Reduce::mean)
 OPSCOPE_FORMS(reduce_kernel, Reduce::amax)

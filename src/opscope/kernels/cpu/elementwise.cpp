@@ -29,6 +29,14 @@ std::string_view op_name(UnaryOp op) {
     case UnaryOp::log2: return "log2";
     case UnaryOp::reciprocal: return "reciprocal";
     case UnaryOp::erf: return "erf";
+    case UnaryOp::expm1: return "expm1";
+    case UnaryOp::log1p: return "log1p";
+    case UnaryOp::tan: return "tan";
+    case UnaryOp::atan: return "atan";
+    case UnaryOp::asin: return "asin";
+    case UnaryOp::acos: return "acos";
+    case UnaryOp::sinh: return "sinh";
+    case UnaryOp::cosh: return "cosh";
   }
   return "?";
 }
@@ -51,7 +59,7 @@ std::string_view op_name(BinaryOp op) {
 
 namespace {
 constexpr int kDTypes = int(DType::b8) + 1;
-constexpr int kUnaryOps = int(UnaryOp::erf) + 1;
+constexpr int kUnaryOps = kUnaryOpCount;
 constexpr int kBinaryOps = int(BinaryOp::remainder) + 1;
 }  // namespace
 

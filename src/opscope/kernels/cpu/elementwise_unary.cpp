@@ -216,6 +216,25 @@ struct Erf {
   }
 };
 
+// The C library's functions, one element at a time: near 0 expm1 and log1p keep the
+// digits that e^x - 1 and log(1 + x) would cancel. Not vectorized: no model in the
+// benchmarks spends time in them.
+#define OPSCOPE_LIBM_UNARY(Name, fn, flops)                                      \
+  struct Name {                                                                \
+    static constexpr bool kIntegers = false;                                   \
+    static constexpr int kFlops = flops;                                       \
+    [[gnu::always_inline]] static float f(float x) { return std::fn(x); }      \
+  };
+OPSCOPE_LIBM_UNARY(Expm1, expm1, 10)
+OPSCOPE_LIBM_UNARY(Log1p, log1p, 10)
+OPSCOPE_LIBM_UNARY(Tan, tan, 10)
+OPSCOPE_LIBM_UNARY(Atan, atan, 10)
+OPSCOPE_LIBM_UNARY(Asin, asin, 10)
+OPSCOPE_LIBM_UNARY(Acos, acos, 10)
+OPSCOPE_LIBM_UNARY(Sinh, sinh, 10)
+OPSCOPE_LIBM_UNARY(Cosh, cosh, 10)
+#undef OPSCOPE_LIBM_UNARY
+
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
@@ -343,6 +362,14 @@ LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
     case UnaryOp::log2: return make_unary<Log2>(op, out, x);
     case UnaryOp::reciprocal: return make_unary<Reciprocal>(op, out, x);
     case UnaryOp::erf: return make_unary<Erf>(op, out, x);
+    case UnaryOp::expm1: return make_unary<Expm1>(op, out, x);
+    case UnaryOp::log1p: return make_unary<Log1p>(op, out, x);
+    case UnaryOp::tan: return make_unary<Tan>(op, out, x);
+    case UnaryOp::atan: return make_unary<Atan>(op, out, x);
+    case UnaryOp::asin: return make_unary<Asin>(op, out, x);
+    case UnaryOp::acos: return make_unary<Acos>(op, out, x);
+    case UnaryOp::sinh: return make_unary<Sinh>(op, out, x);
+    case UnaryOp::cosh: return make_unary<Cosh>(op, out, x);
   }
   return {};
 }
