@@ -159,6 +159,10 @@ void grid_sampler_2d_kernel(const c10::OperatorHandle& op, Stack* s);
 enum class PadMode : uint8_t { reflect, replicate };
 template <PadMode M, int D, Form F> void pad_kernel(const c10::OperatorHandle& op, Stack* s);
 
+// ---- F.unfold and F.fold (ops_fold.cpp) ----
+template <Form F> void im2col_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void col2im_kernel(const c10::OperatorHandle& op, Stack* s);
+
 // ---- indexing, sorting (ops_index.cpp) ----
 template <Form F> void index_kernel(const c10::OperatorHandle& op, Stack* s);
 void index_put_kernel(const c10::OperatorHandle& op, Stack* s);  // index_put_, _index_put_impl_

@@ -287,6 +287,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_PAD("replication_pad3d", replicate, 3)
 #undef OPSCOPE_PAD
 
+  // ---- F.unfold and F.fold (ops_fold.cpp) ----
+  m.impl("im2col", boxed<im2col_kernel<F::functional>>());
+  m.impl("im2col.out", boxed<im2col_kernel<F::out>>());
+  m.impl("col2im", boxed<col2im_kernel<F::functional>>());
+  m.impl("col2im.out", boxed<col2im_kernel<F::out>>());
+
   // ---- indexing and sorting (ops_index.cpp); index_put (functional), argsort, masked_select
   // and the 1-d/flat forms are composites that reach these ----
   m.impl("index.Tensor", boxed<index_kernel<F::functional>>());
