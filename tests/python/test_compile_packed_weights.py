@@ -69,7 +69,7 @@ def test_each_activation_in_the_matmuls_launch_equals_torch(dev, tmp_path, act, 
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("act", [None, nn.GELU(), nn.SiLU()], ids=lambda a: type(a).__name__ if a else "none")
+@pytest.mark.parametrize("act", [None, nn.GELU(), nn.ReLU(), nn.SiLU()], ids=lambda a: type(a).__name__ if a else "none")
 def test_a_bf16_linear_is_packed_with_its_bias_and_activation(dev, tmp_path, act):
     torch.manual_seed(2)
     layers = [nn.Linear(256, 512)] + ([act] if act else [])
@@ -84,9 +84,11 @@ def test_a_bf16_linear_is_packed_with_its_bias_and_activation(dev, tmp_path, act
         f(x.to(dev))
         f(x.to(dev))
         got, names = launches(lambda: f(x.to(dev)).float().cpu(), tmp_path)
-    suffix = f"_{type(act).__name__.lower()}" if act else ""
-    assert f"matmul_packed{suffix}_bf16" in names, names
     model = [n for n in names if not n.startswith("cast_")]  # .float() after it is the test's
-    assert len(model) == 1, f"the bias and the activation run in the matmul's launch: {names}"
-    torch.testing.assert_close(got, exact.to(torch.bfloat16).float(), rtol=8e-3, atol=1e-5)  # an ulp of bf16
+    if isinstance(act, nn.SiLU):  # oneDNN's bf16 silu is slower than the fused kernel after the matmul
+        assert model[0] == "matmul_packed_bf16" and len(model) == 2, names
+    else:
+        suffix = f"_{type(act).__name__.lower()}" if act else ""
+        assert model == [f"matmul_packed{suffix}_bf16"], f"the bias and the activation run in the matmul's launch: {names}"
+        torch.testing.assert_close(got, exact.to(torch.bfloat16).float(), rtol=8e-3, atol=1e-5)  # an ulp of bf16
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
