@@ -90,8 +90,17 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 // y = (x - m) log2(e), 2^n * p(y - n), p a degree-4 fit of 2^f on [-0.5, 0.5]. y is at most
 // 0 (m is the row's max); -inf and y below -150 give 0, NaN stays NaN.
 [[gnu::always_inline]] inline f32x16 exp_shifted16_for_half(f32x16 x, float m) {
+#if defined(__AVX512DQ__)
+  // f = y - round(y) in one vreduceps, which gives 0 for y = -inf: n = y - f is then -inf,
+  // and scalef's 2^-inf is 0 with no clamp (below -150, 2^n underflows to 0 as well).
+  f32x16 y = (x - m) * 1.44269504088896341f;
+  f32x16 f = std::bit_cast<f32x16>(
+      _mm512_maskz_reduce_ps(0xffff, std::bit_cast<__m512>(y), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  f32x16 n = y - f;
+#else
   f32x16 y = max16(splat16(-150.0f), (x - m) * 1.44269504088896341f);  // NaN passes
   f32x16 n = round16(y), f = y - n;
+#endif
   f32x16 p = splat16(9.57000907510519e-3f);
   p = p * f + 5.591786280274391e-2f;
   p = p * f + 2.402474731206894e-1f;
