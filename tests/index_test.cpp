@@ -179,3 +179,24 @@ TEST(Unique, ValuesInverseAndCounts) {
   EXPECT_EQ(e.counts.shape(), (Shape{0}));
   expect_error([] { unique(Tensor()); }, "[unique] ", "undefined");
 }
+
+// scatter_reduce: repeated indices reduce in order, NaN wins amax, an empty reduction
+// without x's value starts from the dtype's limit, and bad input names the op.
+TEST(ScatterReduce, ReducesRepeatsAndStartsFromTheIdentity) {
+  Tensor x = from_host({1, 2, 3}, {3});
+  Tensor idx = from_host_i64({0, 0, 2}, {3});
+  Tensor src = from_host({4, NAN, -5}, {3});
+  std::vector<float> amax = scatter_reduce(x, 0, idx, src, "amax").to_float_vector();
+  EXPECT_TRUE(std::isnan(amax[0]));
+  EXPECT_EQ(amax[1], 2);
+  EXPECT_EQ(amax[2], 3);
+  std::vector<float> mean = scatter_reduce(x, 0, idx, from_host({4, 7, -5}, {3}), "mean", false).to_float_vector();
+  EXPECT_EQ(mean, (std::vector<float>{5.5f, 2, -5}));
+  Tensor xi = from_host_i64({0, 0}, {2});
+  std::vector<int64_t> amin =
+      scatter_reduce(xi, 0, from_host_i64({1, 1}, {2}), from_host_i64({9, 7}, {2}), "amin", false).to_vector<int64_t>();
+  EXPECT_EQ(amin, (std::vector<int64_t>{0, 7}));
+  expect_error([&] { scatter_reduce(x, 0, idx, src, "max"); }, "[scatter_reduce]", "not one of sum, prod, mean");
+  expect_error([&] { scatter_reduce(xi, 0, xi, xi, "mean"); }, "[scatter_reduce]", "integer means");
+  expect_error([&] { scatter_reduce(x, 0, idx, xi, "sum"); }, "[scatter_reduce]", "src has dtype i64 but x has f32");
+}

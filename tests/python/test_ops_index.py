@@ -260,3 +260,54 @@ def test_addmv_with_beta_alpha_and_a_broadcast_self():
     assert_close(got, want)
     got, want = native(lambda s, a, b: s.clone().addmv_(a, b), torch.randn(6), m, v)
     assert_close(got, want)
+
+
+# Integer means (torch floors them) are left to torch's kernel: tested below.
+SCATTER_REDUCE = [(r, d) for r in ["sum", "prod", "mean", "amax", "amin"]
+                  for d in [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32]
+                  if r != "mean" or d.is_floating_point]
+
+
+@pytest.mark.parametrize("reduce,dtype", SCATTER_REDUCE)
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_equals_torch(reduce, include_self, dtype):
+    torch.manual_seed(4)
+    x, src = (torch.randn(5, 6) * 4).to(dtype), (torch.randn(5, 9) * 4).to(dtype)
+    idx = torch.randint(0, 6, (5, 9))  # along dim 1, repeats in every row; column 5 of some rows untouched
+    got, want = native(lambda a, i, s: a.scatter_reduce(1, i, s, reduce, include_self=include_self), x, idx, src)
+    if dtype.is_floating_point:
+        assert_close(got, want)
+    else:
+        exact(got, want)
+
+
+def test_scatter_reduce_nan_wins_and_integer_limits_start_empty_reductions(dev):
+    x = torch.tensor([1.0, 2.0, 3.0])
+    src, idx = torch.tensor([float("nan"), 5.0, -1.0]), torch.tensor([0, 1, 0])
+    for reduce in ("amax", "amin"):
+        got, want = native(lambda a, i, s: a.scatter_reduce(0, i, s, reduce), x, idx, src)
+        exact(got, want)
+        assert got.cpu()[0].isnan()
+    xi = torch.zeros(3, dtype=torch.long)  # 0 must not join the min: the start is INT64_MAX
+    got, want = native(lambda a, i, s: a.scatter_reduce(0, i, s, "amin", include_self=False), xi,
+                       torch.tensor([0, 0]), torch.tensor([5, 3]))
+    exact(got, want)
+    assert got.cpu().tolist() == [3, 0, 0]
+
+
+def test_scatter_reduce_in_place_out_and_what_falls_back(dev):
+    x, src, idx = torch.randn(4), torch.randn(6), torch.tensor([0, 1, 1, 3, 3, 3])
+    want = x.scatter_reduce(0, idx, src, "mean")
+    xd = x.to(dev)
+    xd.scatter_reduce_(0, idx.to(dev), src.to(dev), "mean")
+    assert_close(xd, want)
+    out = torch.empty(0).to(dev)
+    torch.scatter_reduce(x.to(dev), 0, idx.to(dev), src.to(dev), "amax", out=out)
+    assert_close(out, x.scatter_reduce(0, idx, src, "amax"))
+    with pytest.raises(RuntimeError, match="reduce argument must be either"):  # torch's own error
+        x.to(dev).scatter_reduce(0, idx.to(dev), src.to(dev), "max")
+    xi = torch.tensor([1, 2, 3, 4])
+    opscope.reset_fallback_stats()
+    got = xi.to(dev).scatter_reduce(0, idx.to(dev), torch.arange(6).to(dev), "mean")  # integer mean: torch's kernel
+    assert torch.equal(got.cpu(), xi.scatter_reduce(0, idx, torch.arange(6), "mean"))
+    assert "aten::scatter_reduce.two" in opscope.fallback_stats()

@@ -3,11 +3,14 @@
 #include "opscope/ops/indexing.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <string_view>
 
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/gather.h"
 #include "opscope/kernels/dispatch.h"
+#include "opscope/ops/ops.h"
 #include "opscope/runtime/op_scope.h"
 #include "opscope/runtime/runtime.h"
 
@@ -181,30 +184,89 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   return out.reshape(index.shape());
 }
 
-Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src, bool add) {
-  OPSCOPE_OP("scatter", &x, &index, &src);
-  if (!x.defined() || !index.defined() || !src.defined())
-    fail("scatter", "an operand is undefined (a default-constructed Tensor)");
+namespace {
+
+// scatter's operands checked and shaped for the kernel: x (at least 1-d), the axis, the
+// i64 index, and src at index's shape (a 0-dim src broadcast).
+struct ScatterOperands {
+  Tensor x, index, src;
+  int axis;
+};
+
+ScatterOperands scatter_operands(const char* op, const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src) {
+  if (!x.defined() || !index.defined() || !src.defined()) fail(op, "an operand is undefined (a default-constructed Tensor)");
   if (index.dtype() != DType::i64 && index.dtype() != DType::i32)
-    fail("scatter", "index has dtype {}; it must be i64 or i32", dtype_name(index.dtype()));
-  if (src.dtype() != x.dtype())
-    fail("scatter", "src has dtype {} but x has {}", dtype_name(src.dtype()), dtype_name(x.dtype()));
+    fail(op, "index has dtype {}; it must be i64 or i32", dtype_name(index.dtype()));
+  if (src.dtype() != x.dtype()) fail(op, "src has dtype {} but x has {}", dtype_name(src.dtype()), dtype_name(x.dtype()));
   int nd = std::max(x.ndim(), 1);
-  int a = normalize_axis(axis, nd, "scatter");
+  int a = normalize_axis(axis, nd, op);
   Tensor xv = x.ndim() ? x : x.reshape({1}), iv = index.ndim() ? index : index.reshape({1});
-  if (iv.ndim() != nd) fail("scatter", "index has shape {} but x has {}", index.shape().str(), x.shape().str());
+  if (iv.ndim() != nd) fail(op, "index has shape {} but x has {}", index.shape().str(), x.shape().str());
   // src is either a broadcast number (0-dim) or at least index's size in every dim.
   Shape ones;
   ones.resize(nd, 1);
   Tensor sv = src.ndim() == 0 ? src.reshape(ones).expand(iv.shape()) : src;
   for (int d = 0; d < nd; ++d)
     if ((d != a && iv.shape()[d] > xv.shape()[d]) || iv.shape()[d] > sv.shape()[d])
-      fail("scatter", "index has shape {}, x {} and src {}: index must not be larger than x (but in dim {}) nor src",
+      fail(op, "index has shape {}, x {} and src {}: index must not be larger than x (but in dim {}) nor src",
            index.shape().str(), x.shape().str(), src.shape().str(), a);
-  ops_detail::cpu_only("scatter", x.device());
-  Tensor out = x.clone().reshape(xv.shape());
-  Tensor ic = iv.to(DType::i64).contiguous();
-  if (ic.numel()) runtime::launch(x.device(), cpu_kernels::scatter_spec(out, ic, sv, a, add), {&ic, &sv}, {&out});
+  ops_detail::cpu_only(op, x.device());
+  return {xv, iv.to(DType::i64).contiguous(), sv, a};
+}
+
+void launch_scatter(const Tensor& out, const ScatterOperands& o, const Tensor& src, cpu_kernels::ScatterReduce r) {
+  if (o.index.numel())
+    runtime::launch(out.device(), cpu_kernels::scatter_spec(out, o.index, src, o.axis, r), {&o.index, &src}, {&out});
+}
+
+// The value a reduction starts from where include_self is false, a 0-dim tensor of dt:
+// integers' limits made exactly (INT64_MAX is no double).
+Tensor scatter_identity(std::string_view reduce, DType dt, Device& dev) {
+  const bool top = reduce == "amin", bottom = reduce == "amax";
+  if (!is_floating(dt) && (top || bottom)) {
+    const int64_t v = dt == DType::i32 ? (top ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min())
+                                       : (top ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min());
+    return from_host_i64({v}, {1}, &dev).to(dt).reshape(Shape{});
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  return full(Shape{}, top ? inf : bottom ? -inf : reduce == "prod" ? 1.0 : 0.0, dt, &dev);
+}
+
+}  // namespace
+
+Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src, bool add) {
+  OPSCOPE_OP("scatter", &x, &index, &src);
+  ScatterOperands o = scatter_operands("scatter", x, axis, index, src);
+  Tensor out = x.clone().reshape(o.x.shape());
+  launch_scatter(out, o, o.src, add ? cpu_kernels::ScatterReduce::sum : cpu_kernels::ScatterReduce::none);
+  return out.reshape(x.shape());
+}
+
+Tensor scatter_reduce(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self) {
+  OPSCOPE_OP("scatter_reduce", &x, &index, &src);
+  using R = cpu_kernels::ScatterReduce;
+  R r = reduce == "sum" || reduce == "mean" ? R::sum
+        : reduce == "prod"                  ? R::prod
+        : reduce == "amax"                  ? R::amax
+        : reduce == "amin"                  ? R::amin
+                                            : R::none;
+  if (r == R::none) fail("scatter_reduce", "reduce '{}' is not one of sum, prod, mean, amax, amin", reduce);
+  if (x.dtype() == DType::b8) fail("scatter_reduce", "dtype bool is not supported");
+  if (reduce == "mean" && !is_floating(x.dtype()))
+    fail("scatter_reduce", "reduce 'mean' of {} is not supported (torch floors integer means)", dtype_name(x.dtype()));
+  ScatterOperands o = scatter_operands("scatter_reduce", x, axis, index, src);
+  Tensor out = x.clone().reshape(o.x.shape());
+  if (!include_self) {  // the targets start from the reduction's identity, the others keep x
+    Tensor start = scatter_identity(reduce, x.dtype(), x.device()).expand(o.index.shape());
+    launch_scatter(out, o, start, R::none);
+  }
+  launch_scatter(out, o, o.src, r);
+  if (reduce == "mean") {  // the sum over the count of terms: those scattered, and x's own
+    Tensor count = full(o.x.shape(), include_self ? 1.0 : 0.0, x.dtype(), &x.device());
+    launch_scatter(count, o, full(Shape{}, 1.0, x.dtype(), &x.device()).expand(o.index.shape()), R::sum);
+    out = where(gt(count, 0.0), div(out, count), out);
+  }
   return out.reshape(x.shape());
 }
 

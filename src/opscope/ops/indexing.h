@@ -5,6 +5,7 @@
 // only.
 #pragma once
 #include <cstdint>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,12 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
 // A copy of x with x[..., index[i], ...] = src[i] (or += when add) along `axis`, over
 // index's elements (in order: a repeated index keeps the last value, or adds every one).
 Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src, bool add = false);
+// torch's scatter_reduce: src[i] reduced into a copy of x at index[i] along `axis` by
+// `reduce` ("sum", "prod", "mean", "amax", "amin"); without include_self the targets
+// start from the reduction's identity (x's value is left out), the rest keep x's. mean of
+// integers is refused.
+Tensor scatter_reduce(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self = true);
 // The coordinates (count, ndim) i64 of x's nonzero elements, row-major. Synchronizes.
 Tensor nonzero(const Tensor& x);
 // Elements shifted by shifts[i] along axes[i] (wrapping around); no axes: over the

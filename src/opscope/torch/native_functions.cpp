@@ -317,6 +317,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_add", boxed<scatter_kernel<true, F::functional>>());
   m.impl("scatter_add_", boxed<scatter_kernel<true, F::inplace>>());
   m.impl("scatter_add.out", boxed<scatter_kernel<true, F::out>>());
+  m.impl("scatter_reduce.two", boxed<scatter_reduce_kernel<F::functional>>());
+  m.impl("scatter_reduce_.two", boxed<scatter_reduce_kernel<F::inplace>>());
+  m.impl("scatter_reduce.two_out", boxed<scatter_reduce_kernel<F::out>>());
   m.impl("nonzero", boxed<nonzero_kernel<F::functional>>());
   m.impl("nonzero.out", boxed<nonzero_kernel<F::out>>());
   m.impl("roll", boxed<roll_kernel>());

@@ -153,6 +153,30 @@ void scatter_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// scatter_reduce(self, dim, index, src, reduce, include_self): sum, prod, mean, amax, amin
+// (PyG's message aggregation). Integer means and bools take torch's kernel; a bad reduce
+// string gets torch's error.
+template <Form F>
+void scatter_reduce_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &index = c.tensor(2), &src = c.tensor(3);
+  const std::string& reduce = c.arg(4).toStringRef();
+  const bool known = reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin";
+  if (!known || !has_kernels({&self, &src}, false) || self.scalar_type() == at::kBool ||
+      src.scalar_type() != self.scalar_type() || index.scalar_type() != at::kLong || !on_device(index) ||
+      (reduce == "mean" && !at::isFloatingType(self.scalar_type())))
+    return c.fall_back();
+  try {
+    Tensor x = from_torch(self, c.name()), i = from_torch(index, c.name()), v = from_torch(src, c.name());
+    AtenScope scope(c.name(), {&x, &i, &v});
+    Tensor r = scatter_reduce(x, c.arg(1).toInt(), i, v, reduce, c.arg(5).toBool());
+    c.ret(deliver(F, r, F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 // nonzero(self) and nonzero.out.
 template <Form F>
 void nonzero_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -301,6 +325,7 @@ template void gather_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
   template void KERNEL<__VA_ARGS__ __VA_OPT__(, ) Form::out>(const c10::OperatorHandle&, Stack*);
 OPSCOPE_FORMS(scatter_kernel, false)
 OPSCOPE_FORMS(scatter_kernel, true)
+OPSCOPE_FORMS(scatter_reduce_kernel)
 OPSCOPE_FORMS(cumsum_kernel)
 OPSCOPE_FORMS(triangle_kernel, true)
 OPSCOPE_FORMS(triangle_kernel, false)

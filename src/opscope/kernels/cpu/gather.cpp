@@ -38,6 +38,23 @@ template <class T> [[gnu::always_inline]] inline void put(T& d, T v, bool add) {
   else d = add ? store<T>(load(d) + load(v)) : v;
 }
 
+// d combined with v by r; NaN wins amax and amin, as torch's scatter_reduce.
+template <class T> [[gnu::always_inline]] inline void reduce_into(T& d, T v, ScatterReduce r) {
+  using R = ScatterReduce;
+  if constexpr (std::is_same_v<T, bool>) {
+    d = r == R::none ? v : (r == R::sum || r == R::amax) ? (d || v) : (d && v);
+  } else {
+    auto a = load(d), b = load(v);
+    switch (r) {
+      case R::none: d = v; return;
+      case R::sum: d = store<T>(a + b); return;
+      case R::prod: d = store<T>(a * b); return;
+      case R::amax: if (a == a && (b != b || b > a)) d = v; return;  // a NaN already there stays
+      case R::amin: if (a == a && (b != b || b < a)) d = v; return;
+    }
+  }
+}
+
 template <class T> [[gnu::always_inline]] inline bool nonzero_value(T v) {
   if constexpr (std::is_same_v<T, bool>) return v;
   else return load(v) != 0;  // NaN is nonzero
@@ -124,7 +141,7 @@ LaunchSpec gather_spec(const Tensor& out, const Tensor& x, const Tensor& index, 
   return spec;
 }
 
-LaunchSpec scatter_spec(const Tensor& x, const Tensor& index, const Tensor& src, int axis, bool add) {
+LaunchSpec scatter_spec(const Tensor& x, const Tensor& index, const Tensor& src, int axis, ScatterReduce reduce) {
   Shape shape = index.shape();
   Strides xs = x.strides();
   int64_t axis_stride = xs[axis], axis_size = x.shape()[axis];
@@ -132,7 +149,8 @@ LaunchSpec scatter_spec(const Tensor& x, const Tensor& index, const Tensor& src,
   std::array<Strides, 3> st{contiguous_strides(shape), src.strides(), xs};
   int64_t n = index.numel();
   LaunchSpec spec;
-  spec.name = fmt::format("scatter{}_{}", add ? "_add" : "", dtype_name(x.dtype()));
+  static constexpr const char* kSuffix[] = {"", "_add", "_prod", "_amax", "_amin"};
+  spec.name = fmt::format("scatter{}_{}", kSuffix[int(reduce)], dtype_name(x.dtype()));
   spec.bytes = 2 * n * int64_t(x.itemsize()) + index.nbytes();
   const int64_t* ip = index.data<int64_t>();
   OPSCOPE_DISPATCH_ALL_AND_BOOL(x.dtype(), T, [&] {
@@ -142,7 +160,7 @@ LaunchSpec scatter_spec(const Tensor& x, const Tensor& index, const Tensor& src,
       for_each_run<3>(shape, st, 0, n, [&](const auto& off, const auto& inner, int64_t count) {
         for (int64_t i = 0; i < count; ++i) {
           int64_t k = checked(ip[off[0] + i * inner[0]], axis_size, axis, "scatter");
-          put(xp[off[2] + i * inner[2] + k * axis_stride], sp[off[1] + i * inner[1]], add);
+          reduce_into(xp[off[2] + i * inner[2] + k * axis_stride], sp[off[1] + i * inner[1]], reduce);
         }
       });
     };

@@ -32,10 +32,13 @@ LaunchSpec index_put_spec(const Tensor& x, const Tensor& values, const std::vect
 // out = x's elements at `index` along `axis` (index and out of one shape, contiguous;
 // x any strides with index's sizes fitting in x's on the other axes).
 LaunchSpec gather_spec(const Tensor& out, const Tensor& x, const Tensor& index, int axis);
-// x[..., index[i], ...] = src[i] (or += when add) over index's elements, in place on the
-// contiguous x; src holds index's shape (any strides, may be a broadcast scalar). One work
-// unit: repeated indices are applied in order.
-LaunchSpec scatter_spec(const Tensor& x, const Tensor& index, const Tensor& src, int axis, bool add);
+// How scatter combines src[i] with the element it lands on: replaces it (none), or adds,
+// multiplies, keeps the larger or the smaller (NaN from either side wins, as in torch).
+enum class ScatterReduce : uint8_t { none, sum, prod, amax, amin };
+// x[..., index[i], ...] = src[i] (or reduced into it) over index's elements, in place on
+// the contiguous x; src holds index's shape (any strides, may be a broadcast scalar). One
+// work unit: repeated indices are applied in order.
+LaunchSpec scatter_spec(const Tensor& x, const Tensor& index, const Tensor& src, int axis, ScatterReduce reduce);
 
 // nonzero: the coordinates (count, ndim) i64 of the nonzero elements of the contiguous
 // x, in row-major order; `block_start[b]` is the first output row of element block b
