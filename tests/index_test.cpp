@@ -200,3 +200,13 @@ TEST(ScatterReduce, ReducesRepeatsAndStartsFromTheIdentity) {
   expect_error([&] { scatter_reduce(xi, 0, xi, xi, "mean"); }, "[scatter_reduce]", "integer means");
   expect_error([&] { scatter_reduce(x, 0, idx, xi, "sum"); }, "[scatter_reduce]", "src has dtype i64 but x has f32");
 }
+
+// bucketize: the first boundary >= x (> x with right), NaN past the end, errors named.
+TEST(Bucketize, SearchesAsTorchAndNamesBadInput) {
+  Tensor b = from_host({0, 1, 1, 3}, {4});
+  Tensor x = from_host({-1, 0, 1, 2, 3, 4, NAN}, {7});
+  EXPECT_EQ(bucketize(x, b).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 3, 3, 4, 4}));
+  EXPECT_EQ(bucketize(x, b, true, true).to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 3, 3, 4, 4, 4}));
+  expect_error([&] { bucketize(x, b.reshape({2, 2})); }, "[bucketize]", "boundaries must be 1-d");
+  expect_error([&] { bucketize(x, b.to(DType::bf16)); }, "[bucketize]", "x has dtype f32 but boundaries bf16");
+}

@@ -311,3 +311,32 @@ def test_scatter_reduce_in_place_out_and_what_falls_back(dev):
     got = xi.to(dev).scatter_reduce(0, idx.to(dev), torch.arange(6).to(dev), "mean")  # integer mean: torch's kernel
     assert torch.equal(got.cpu(), xi.scatter_reduce(0, idx, torch.arange(6), "mean"))
     assert "aten::scatter_reduce.two" in opscope.fallback_stats()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32])
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_equals_torch(dtype, right):
+    boundaries = torch.tensor([-3.0, -1.0, 0.0, 0.0, 2.0, 5.0]).to(dtype)  # a repeated boundary
+    x = torch.tensor([[-4.0, -3.0, -2.5, 0.0], [1.0, 2.0, 5.0, 9.0]]).to(dtype)
+    if dtype.is_floating_point:
+        x = torch.cat([x, torch.tensor([[float("nan"), float("inf"), float("-inf"), 4.9]]).to(dtype)])
+    for out_int32 in (False, True):
+        fn = lambda t, b: torch.bucketize(t, b, right=right, out_int32=out_int32)  # noqa: E731
+        dev = opscope.device()
+        opscope.reset_fallback_stats()
+        got = fn(x.to(dev), boundaries.to(dev))
+        assert opscope.fallback_stats() == {}
+        want = fn(x.float(), boundaries.float()) if dtype == torch.float16 else fn(x, boundaries)  # torch: no f16 kernel
+        exact(got, want)
+
+
+def test_bucketize_out_and_what_falls_back(dev):
+    b = torch.tensor([1.0, 2.0, 4.0])
+    x = torch.rand(3, 7) * 5
+    out = torch.empty(0, dtype=torch.long).to(dev)
+    torch.bucketize(x.to(dev), b.to(dev), out=out)
+    exact(out, torch.bucketize(x, b))
+    opscope.reset_fallback_stats()  # boundaries of another dtype: torch promotes, in its own kernel
+    got = torch.bucketize(x.to(dev), torch.tensor([1, 2, 4]).to(dev))
+    assert torch.equal(got.cpu(), torch.bucketize(x, torch.tensor([1, 2, 4])))
+    assert "aten::bucketize.Tensor" in opscope.fallback_stats()

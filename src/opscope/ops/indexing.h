@@ -48,6 +48,10 @@ Tensor triu(const Tensor& x, int64_t diagonal = 0);
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
 // (values, indices i64) along `axis`, stably sorted; NaN sorts as the largest value.
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t axis = -1, bool descending = false);
+// For each element of x, the index of its bucket among the sorted 1-d boundaries (of x's
+// dtype): the first boundary >= it, or > it when `right` (NaN: len(boundaries)); i64, or
+// i32 with out_int32. torch.bucketize.
+Tensor bucketize(const Tensor& x, const Tensor& boundaries, bool right = false, bool out_int32 = false);
 // The k largest (or smallest) along `axis`, in order: (values, indices i64).
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis = -1, bool largest = true);
 // The maximum (minimum) along `axis` and the index of its first occurrence; NaN wins.

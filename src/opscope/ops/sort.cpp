@@ -86,6 +86,21 @@ std::pair<Tensor, Tensor> min_with_index(const Tensor& x, int64_t axis, bool kee
   return extreme("min", x, axis, keepdim, false);
 }
 
+Tensor bucketize(const Tensor& x, const Tensor& boundaries, bool right, bool out_int32) {
+  OPSCOPE_OP("bucketize", &x, &boundaries);
+  if (!x.defined() || !boundaries.defined()) fail("bucketize", "an operand is undefined (a default-constructed Tensor)");
+  if (boundaries.ndim() != 1) fail("bucketize", "boundaries must be 1-d, got shape {}", boundaries.shape().str());
+  if (x.dtype() != boundaries.dtype())
+    fail("bucketize", "x has dtype {} but boundaries {}", dtype_name(x.dtype()), dtype_name(boundaries.dtype()));
+  if (x.dtype() == DType::b8) fail("bucketize", "dtype bool is not supported");
+  ops_detail::cpu_only("bucketize", x.device());
+  Tensor xc = x.contiguous(), bc = boundaries.contiguous();
+  Tensor out = runtime::allocate(x.shape(), out_int32 ? DType::i32 : DType::i64, x.device());
+  if (out.numel())
+    runtime::launch(x.device(), cpu_kernels::bucketize_spec(out, xc, bc, right), {&xc, &bc}, {&out});
+  return out;
+}
+
 Tensor cumsum(const Tensor& x, int64_t axis) {
   OPSCOPE_OP("cumsum", &x);
   int a = axis_of("cumsum", x, axis);

@@ -172,6 +172,7 @@ template <Form F> void masked_select_kernel(const c10::OperatorHandle& op, Stack
 template <Form F> void gather_kernel(const c10::OperatorHandle& op, Stack* s);
 template <bool kAdd, Form F> void scatter_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void scatter_reduce_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void bucketize_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void nonzero_kernel(const c10::OperatorHandle& op, Stack* s);
 void roll_kernel(const c10::OperatorHandle& op, Stack* s);
 void flip_kernel(const c10::OperatorHandle& op, Stack* s);

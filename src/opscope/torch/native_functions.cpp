@@ -320,6 +320,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_reduce.two", boxed<scatter_reduce_kernel<F::functional>>());
   m.impl("scatter_reduce_.two", boxed<scatter_reduce_kernel<F::inplace>>());
   m.impl("scatter_reduce.two_out", boxed<scatter_reduce_kernel<F::out>>());
+  m.impl("bucketize.Tensor", boxed<bucketize_kernel<F::functional>>());
+  m.impl("bucketize.Tensor_out", boxed<bucketize_kernel<F::out>>());
   m.impl("nonzero", boxed<nonzero_kernel<F::functional>>());
   m.impl("nonzero.out", boxed<nonzero_kernel<F::out>>());
   m.impl("roll", boxed<roll_kernel>());

@@ -177,6 +177,26 @@ void scatter_reduce_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// bucketize(self, boundaries, out_int32, right): boundaries 1-d of self's dtype; other
+// dtypes (torch promotes them) take torch's kernel.
+template <Form F>
+void bucketize_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &boundaries = c.tensor(1);
+  if (!has_kernels({&self, &boundaries}, false) || self.scalar_type() == at::kBool || boundaries.dim() != 1 ||
+      boundaries.scalar_type() != self.scalar_type())
+    return c.fall_back();
+  try {
+    Tensor x = from_torch(self, c.name()), b = from_torch(boundaries, c.name());
+    AtenScope scope(c.name(), {&x, &b});
+    Tensor r = bucketize(x, b, c.arg(3).toBool(), c.arg(2).toBool());
+    c.ret(deliver(F, r, F == Form::out ? c.out() : self, c.name()));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 // nonzero(self) and nonzero.out.
 template <Form F>
 void nonzero_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -330,6 +350,8 @@ OPSCOPE_FORMS(cumsum_kernel)
 OPSCOPE_FORMS(triangle_kernel, true)
 OPSCOPE_FORMS(triangle_kernel, false)
 #undef OPSCOPE_FORMS
+template void bucketize_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void bucketize_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 template void nonzero_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void nonzero_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 template void topk_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);

@@ -179,4 +179,44 @@ LaunchSpec cumsum_spec(const Tensor& out, const Tensor& x, const RowGeometry& g)
   return spec;
 }
 
+namespace {
+
+// torch's search: a comparison false for NaN moves right, so NaN goes to the end.
+template <class T> int64_t bucket(const T* b, int64_t n, T v, bool right) {
+  auto x = load(v);
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    auto m = load(b[mid]);
+    if (right ? !(m > x) : !(m >= x)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+LaunchSpec bucketize_spec(const Tensor& out, const Tensor& x, const Tensor& boundaries, bool right) {
+  const int64_t n = x.numel(), nb = boundaries.numel();
+  LaunchSpec spec;
+  spec.name = fmt::format("bucketize_{}", dtype_name(x.dtype()));
+  spec.work = (n + kElemBlock - 1) / kElemBlock;
+  spec.grain = kElemGrainBlocks;
+  spec.bytes = x.nbytes() + out.nbytes() + boundaries.nbytes();
+  const bool i32 = out.dtype() == DType::i32;
+  void* op = out.data_ptr();
+  OPSCOPE_DISPATCH_ALL(x.dtype(), T, [&] {
+    const T* xp = x.data<T>();
+    const T* bp = boundaries.data<T>();
+    spec.body = [=](int64_t b, int64_t e) {
+      for (int64_t i = b * kElemBlock, end = std::min(n, e * kElemBlock); i < end; ++i) {
+        int64_t k = bucket(bp, nb, xp[i], right);
+        if (i32) static_cast<int32_t*>(op)[i] = int32_t(k);
+        else static_cast<int64_t*>(op)[i] = k;
+      }
+    };
+  });
+  return spec;
+}
+
 }  // namespace opscope::cpu_kernels

@@ -26,5 +26,9 @@ LaunchSpec max_dim_spec(const Tensor& values, const Tensor& indices, const Tenso
 // out (outer, n, inner) of out's dtype: running sums of each row (floating: accumulated in
 // double, as torch's CPU cumsum; integers in i64).
 LaunchSpec cumsum_spec(const Tensor& out, const Tensor& x, const RowGeometry& g);
+// out (x's shape, i64 or i32, contiguous) = for each element of the contiguous x, the index
+// of the first boundary >= it (> it when `right`) in the sorted 1-d `boundaries` of x's
+// dtype: torch's bucketize, whose binary search also sends NaN to len(boundaries).
+LaunchSpec bucketize_spec(const Tensor& out, const Tensor& x, const Tensor& boundaries, bool right);
 
 }  // namespace opscope::cpu_kernels
