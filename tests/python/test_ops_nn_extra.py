@@ -1,6 +1,6 @@
 """More nn ops against torch CPU: LSTM/GRU/RNN layers (layers, bidirectional, batch_first,
 no biases, given initial states, bf16), baddbmm/addbmm, glu, weight norm, group norm,
-log_softmax, and torchvision's nms and roi_align. Each runs natively."""
+log_softmax, and torchvision's nms, roi_align and roi_pool. Each runs natively."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -115,3 +115,32 @@ def test_roi_align_matches_torchvision(aligned, sampling_ratio):
     fn = lambda t, r: torchvision.ops.roi_align(t, r, (5, 4), 0.5, sampling_ratio, aligned)  # noqa: E731
     got, want = native(fn, x, rois)
     torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_roi_pool_matches_torchvision_with_its_argmax(scale):
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 16, 12)
+    x[0, 1, 3, 4] = float("nan")  # never wins a bin, as in torchvision's comparison
+    xy = torch.rand(9, 2) * 14 - 3  # some boxes reach outside the image, some are under a pixel
+    rois = torch.cat([torch.randint(0, 2, (9, 1)).float(), xy, xy + torch.rand(9, 2) * 9], 1)
+    rois[0, 1:] = torch.tensor([30.0, 30.0, 40.0, 40.0])  # wholly outside: every bin empty, 0 and argmax -1
+    op = torch.ops.torchvision.roi_pool
+    dev = opscope.device()
+    opscope.reset_fallback_stats()
+    got, got_arg = op(x.to(dev), rois.to(dev), scale, 5, 4)
+    assert opscope.fallback_stats() == {}
+    want, want_arg = op(x, rois, scale, 5, 4)
+    assert torch.equal(got_arg.cpu(), want_arg) and got_arg.dtype == torch.int32
+    torch.testing.assert_close(got.cpu(), want, atol=0, rtol=0, equal_nan=True)
+    assert (want_arg[0] == -1).all() and (want[0] == 0).all()
+    got, _ = native(lambda t, r: torchvision.ops.roi_pool(t, r, (3, 3), scale), x.to(torch.bfloat16), rois.to(torch.bfloat16))
+    assert got.dtype == torch.bfloat16 and got.shape == (9, 3, 3, 3)
+
+
+def test_roi_pool_names_a_bad_batch_index(dev):
+    torchvision = pytest.importorskip("torchvision")
+    x, rois = torch.randn(2, 1, 4, 4).to(dev), torch.tensor([[5.0, 0, 0, 2, 2]]).to(dev)
+    with pytest.raises(RuntimeError, match=r"\[roi_pool\] roi 0 names batch index 5 of an input with 2 images"):
+        torchvision.ops.roi_pool(x, rois, (2, 2)).cpu()

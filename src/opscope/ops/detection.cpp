@@ -1,4 +1,4 @@
-// nms and roi_align: the framework steps (kernels/cpu/detection).
+// nms, roi_align and roi_pool: the framework steps (kernels/cpu/detection).
 #include "opscope/ops/detection.h"
 
 #include "opscope/core/error.h"
@@ -31,19 +31,27 @@ Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold) {
   return keep.slice(0, 0, *kept.data<int64_t>());
 }
 
+namespace {
+
+// The checks roi_align and roi_pool share.
+void check_rois(const char* op, const Tensor& x, const Tensor& rois, int64_t pooled_h, int64_t pooled_w) {
+  if (!x.defined() || !rois.defined()) fail(op, "an operand is undefined (a default-constructed Tensor)");
+  if (x.ndim() != 4) fail(op, "x has shape {}; it must be (N, C, H, W)", x.shape().str());
+  if (rois.ndim() != 2 || rois.shape()[1] != 5)
+    fail(op, "rois have shape {}; they must be (K, 5): batch index, x1, y1, x2, y2", rois.shape().str());
+  if (!is_floating(x.dtype()) || rois.dtype() != x.dtype())
+    fail(op, "x ({}) and rois ({}) must have one floating dtype", dtype_name(x.dtype()), dtype_name(rois.dtype()));
+  if (&x.device() != &rois.device()) fail(op, "x and rois are on different devices");
+  if (pooled_h < 1 || pooled_w < 1) fail(op, "the output size ({}, {}) must be positive", pooled_h, pooled_w);
+  ops_detail::cpu_only(op, x.device());
+}
+
+}  // namespace
+
 Tensor roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h, int64_t pooled_w,
                  int64_t sampling_ratio, bool aligned) {
   OPSCOPE_OP("roi_align", &x, &rois);
-  if (!x.defined() || !rois.defined()) fail("roi_align", "an operand is undefined (a default-constructed Tensor)");
-  if (x.ndim() != 4) fail("roi_align", "x has shape {}; it must be (N, C, H, W)", x.shape().str());
-  if (rois.ndim() != 2 || rois.shape()[1] != 5)
-    fail("roi_align", "rois have shape {}; they must be (K, 5): batch index, x1, y1, x2, y2", rois.shape().str());
-  if (!is_floating(x.dtype()) || rois.dtype() != x.dtype())
-    fail("roi_align", "x ({}) and rois ({}) must have one floating dtype", dtype_name(x.dtype()),
-         dtype_name(rois.dtype()));
-  if (&x.device() != &rois.device()) fail("roi_align", "x and rois are on different devices");
-  if (pooled_h < 1 || pooled_w < 1) fail("roi_align", "the output size ({}, {}) must be positive", pooled_h, pooled_w);
-  ops_detail::cpu_only("roi_align", x.device());
+  check_rois("roi_align", x, rois, pooled_h, pooled_w);
   Tensor out = runtime::allocate({rois.shape()[0], x.shape()[1], pooled_h, pooled_w}, DType::f32, x.device());
   if (out.numel() == 0) return out.to(x.dtype());
   if (x.shape()[2] == 0 || x.shape()[3] == 0) return zeros(out.shape(), x.dtype(), &x.device());  // no samples
@@ -51,6 +59,20 @@ Tensor roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int6
   cpu_kernels::RoiAlignParams p{spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned};
   runtime::launch(x.device(), cpu_kernels::roi_align_spec(out, xc, rc, p), {&xc, &rc}, {&out});
   return out.to(x.dtype());
+}
+
+std::pair<Tensor, Tensor> roi_pool(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h,
+                                   int64_t pooled_w) {
+  OPSCOPE_OP("roi_pool", &x, &rois);
+  check_rois("roi_pool", x, rois, pooled_h, pooled_w);
+  Shape shape{rois.shape()[0], x.shape()[1], pooled_h, pooled_w};
+  Tensor out = runtime::allocate(shape, DType::f32, x.device());
+  Tensor argmax = runtime::allocate(shape, DType::i32, x.device());
+  if (out.numel() == 0) return {out.to(x.dtype()), argmax};
+  Tensor xc = x.contiguous().to(DType::f32), rc = rois.contiguous().to(DType::f32);
+  runtime::launch(x.device(), cpu_kernels::roi_pool_spec(out, argmax, xc, rc, spatial_scale), {&xc, &rc},
+                  {&out, &argmax});
+  return {out.to(x.dtype()), argmax};
 }
 
 }  // namespace opscope

@@ -1,7 +1,8 @@
-// torchvision's detection ops (torchvision.ops.nms, roi_align) as opscope ops, with its CPU
+// torchvision's detection ops (torchvision.ops.nms, roi_align, roi_pool) as opscope ops, with its CPU
 // kernels' arithmetic. f32 (bf16/f16 computed in f32), CPU device only.
 #pragma once
 #include <cstdint>
+#include <utility>
 
 #include "opscope/runtime/tensor.h"
 
@@ -18,5 +19,10 @@ Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold);
 // samples. aligned shifts the boxes by half a pixel (torchvision's aligned=True).
 Tensor roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h, int64_t pooled_w,
                  int64_t sampling_ratio, bool aligned);
+// RoIPool: x and rois as roi_align's; each bin of the box (rounded to whole pixels) the
+// maximum of its pixels, 0 for an empty bin. Returns (out (K, C, pooled_h, pooled_w) of x's
+// dtype, argmax i32: the winning pixel h * W + w, -1 for an empty bin), as torchvision.
+std::pair<Tensor, Tensor> roi_pool(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h,
+                                   int64_t pooled_w);
 
 }  // namespace opscope

@@ -383,6 +383,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) {
   m.impl("nms", boxed<nms_kernel>());
   m.impl("roi_align", boxed<roi_align_kernel>());
+  m.impl("roi_pool", boxed<roi_pool_kernel>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(boxed<cpu_fallback>()); }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -129,6 +130,53 @@ LaunchSpec roi_align_spec(const Tensor& out, const Tensor& x, const Tensor& rois
           o[bin] = v / count;
         }
       }
+    }
+  };
+  return spec;
+}
+
+LaunchSpec roi_pool_spec(const Tensor& out, const Tensor& argmax, const Tensor& x, const Tensor& rois,
+                         double spatial_scale) {
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3], K = rois.shape()[0];
+  const int64_t ph = out.shape()[2], pw = out.shape()[3];
+  LaunchSpec spec;
+  spec.name = "roi_pool_f32";
+  spec.work = K;
+  spec.bytes = out.nbytes() * 2 + argmax.nbytes() + rois.nbytes();
+  const float* xp = x.data<float>();
+  const float* rp = rois.data<float>();
+  float* op = out.data<float>();
+  int32_t* ap = argmax.data<int32_t>();
+  const float ss = float(spatial_scale);
+  spec.body = [=](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const float* r = rp + 5 * k;
+      int64_t batch = int64_t(r[0]);
+      if (batch < 0 || batch >= N) fail("roi_pool", "roi {} names batch index {} of an input with {} images", k, batch, N);
+      // torchvision's arithmetic: the box rounded to pixels (half away from zero), at least one
+      const int64_t x1 = int64_t(std::round(r[1] * ss)), y1 = int64_t(std::round(r[2] * ss));
+      const int64_t x2 = int64_t(std::round(r[3] * ss)), y2 = int64_t(std::round(r[4] * ss));
+      const float bh = float(std::max<int64_t>(y2 - y1 + 1, 1)) / float(ph);
+      const float bw = float(std::max<int64_t>(x2 - x1 + 1, 1)) / float(pw);
+      for (int64_t oy = 0; oy < ph; ++oy)
+        for (int64_t ox = 0; ox < pw; ++ox) {
+          const int64_t h0 = std::clamp<int64_t>(int64_t(std::floor(float(oy) * bh)) + y1, 0, H);
+          const int64_t h1 = std::clamp<int64_t>(int64_t(std::ceil(float(oy + 1) * bh)) + y1, 0, H);
+          const int64_t w0 = std::clamp<int64_t>(int64_t(std::floor(float(ox) * bw)) + x1, 0, W);
+          const int64_t w1 = std::clamp<int64_t>(int64_t(std::ceil(float(ox + 1) * bw)) + x1, 0, W);
+          const bool empty = h1 <= h0 || w1 <= w0;
+          for (int64_t c = 0; c < C; ++c) {
+            const float* plane = xp + (batch * C + c) * H * W;
+            float best = empty ? 0.0f : -std::numeric_limits<float>::max();
+            int32_t at = -1;
+            for (int64_t h = h0; h < h1; ++h)
+              for (int64_t w = w0; w < w1; ++w)
+                if (plane[h * W + w] > best) best = plane[h * W + w], at = int32_t(h * W + w);  // NaN never wins
+            const int64_t o = ((k * C + c) * ph + oy) * pw + ox;
+            op[o] = best;
+            ap[o] = at;
+          }
+        }
     }
   };
   return spec;

@@ -3,6 +3,8 @@
 //             order: equal scores keep their input order); one work unit.
 //  roi_align  the average of bilinear samples on a grid in each bin of each region of
 //             interest (Mask R-CNN's RoIAlign); a work unit per region.
+//  roi_pool   the maximum over the pixels of each bin, the region snapped to whole pixels
+//             (Fast R-CNN's RoIPool); a work unit per region.
 #pragma once
 #include <cstdint>
 
@@ -22,5 +24,9 @@ struct RoiAlignParams {
 };
 // out (K, C, ph, pw) from x (N, C, H, W) and rois (K, 5): (batch index, x1, y1, x2, y2).
 LaunchSpec roi_align_spec(const Tensor& out, const Tensor& x, const Tensor& rois, const RoiAlignParams& p);
+// out (K, C, ph, pw) f32 and argmax (the same shape, i32: the input pixel h * W + w that
+// won, -1 for an empty bin, whose value is 0) from x (N, C, H, W) and rois (K, 5).
+LaunchSpec roi_pool_spec(const Tensor& out, const Tensor& argmax, const Tensor& x, const Tensor& rois,
+                         double spatial_scale);
 
 }  // namespace opscope::cpu_kernels
