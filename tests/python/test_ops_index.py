@@ -340,3 +340,23 @@ def test_bucketize_out_and_what_falls_back(dev):
     got = torch.bucketize(x.to(dev), torch.tensor([1, 2, 4]).to(dev))
     assert torch.equal(got.cpu(), torch.bucketize(x, torch.tensor([1, 2, 4])))
     assert "aten::bucketize.Tensor" in opscope.fallback_stats()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_masked_scatter_fills_the_mask_in_order(dtype):
+    torch.manual_seed(5)
+    x = (torch.randn(4, 5) * 10).to(dtype)
+    src = (torch.randn(3, 7) * 10).to(dtype)  # more elements than the mask needs: the first ones are taken
+    for mask in (torch.rand(4, 5) > 0.5, torch.tensor([True, False, True, False, True])):  # broadcast rows
+        got, want = native(lambda a, m, s: a.clone().masked_scatter_(m, s), x, mask, src)
+        exact(got, want)
+        got, want = native(lambda a, m, s: a.masked_scatter(m, s), x, mask, src)
+        exact(got, want)
+
+
+def test_masked_scatter_errors_are_torchs(dev):
+    x, src = torch.zeros(2, 3).to(dev), torch.ones(2).to(dev)
+    with pytest.raises(RuntimeError, match="source < number of ones in mask"):  # three trues, two source elements
+        x.masked_scatter_(torch.tensor([[True, True, True], [False, False, False]]).to(dev), src)
+    with pytest.raises(RuntimeError):  # a mask that does not broadcast to self
+        x.masked_scatter_(torch.ones(4, dtype=torch.bool).to(dev), torch.ones(8).to(dev))

@@ -169,6 +169,7 @@ void index_put_kernel(const c10::OperatorHandle& op, Stack* s);  // index_put_, 
 template <Form F> void index_select_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void index_add_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void masked_select_kernel(const c10::OperatorHandle& op, Stack* s);
+void masked_scatter_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void gather_kernel(const c10::OperatorHandle& op, Stack* s);
 template <bool kAdd, Form F> void scatter_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void scatter_reduce_kernel(const c10::OperatorHandle& op, Stack* s);

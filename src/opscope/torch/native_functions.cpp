@@ -306,6 +306,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add.out", boxed<index_add_kernel<F::out>>());
   m.impl("masked_select", boxed<masked_select_kernel<F::functional>>());
   m.impl("masked_select.out", boxed<masked_select_kernel<F::out>>());
+  m.impl("masked_scatter_", boxed<masked_scatter_kernel>());
   m.impl("gather", boxed<gather_kernel<F::functional>>());
   m.impl("gather.out", boxed<gather_kernel<F::out>>());
   m.impl("scatter.src", boxed<scatter_kernel<false, F::functional>>());

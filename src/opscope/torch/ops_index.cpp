@@ -416,6 +416,32 @@ void masked_select_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// masked_scatter_(self, mask, source): source's elements, in order, written where the mask
+// (broadcast to self) is true, as a boolean index_put_. The count of true elements is read
+// on the host (nonzero synchronizes in torch's kernel too); a source with fewer elements
+// gets torch's error. masked_scatter (functional) is torch's clone and this.
+void masked_scatter_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &self = c.tensor(0), &mask = c.tensor(1), &source = c.tensor(2);
+  if (!has_kernels({&self, &source}, false) || mask.scalar_type() != at::kBool || !on_device(mask) ||
+      source.scalar_type() != self.scalar_type() || mask.dim() > self.dim())
+    return c.fall_back();
+  for (int64_t d = 1; d <= mask.dim(); ++d)  // the mask broadcasts to self as it is, or torch's error
+    if (mask.size(-d) != 1 && mask.size(-d) != self.size(-d)) return c.fall_back();
+  try {
+    Tensor x = from_torch(self, c.name()), m = from_torch(mask, c.name()), src = from_torch(source, c.name());
+    AtenScope scope(c.name(), {&x, &m, &src});
+    Tensor where = m.expand(x.shape());
+    const int64_t count = nonzero(where).shape()[0];
+    if (src.numel() < count) return c.fall_back();  // torch's error names the shortfall
+    index_put_(x, {where}, src.contiguous().reshape({src.numel()}).slice(0, 0, count));
+    c.ret(self);
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 template void index_add_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void index_add_kernel<Form::inplace>(const c10::OperatorHandle&, Stack*);
 template void index_add_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
