@@ -43,6 +43,17 @@ static __nv_bfloat16 __float2bfloat16(float f) {
   return __nv_bfloat16{(unsigned short)(u >> 16)};
 }
 static void __threadfence_system() {}
+// CUDA's erfinvf, which the host's math library lacks: erf bisected in double.
+static float erfinvf(float x) {
+  if (!(x > -1.0f && x < 1.0f)) return x == 1.0f ? INFINITY : x == -1.0f ? -INFINITY : NAN;
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 200; ++i) {
+    double mid = (lo + hi) / 2;
+    if (erf(mid) < x) lo = mid;
+    else hi = mid;
+  }
+  return (float)((lo + hi) / 2);
+}
 static float __half2float(__half v) { return (float)v.h; }
 static __half __float2half(float f) { return __half{(_Float16)f}; }
 static long long ofs_slot_ll[1024];

@@ -40,7 +40,7 @@ E03, E30, E204 = torch.zeros(0, 3), torch.zeros(3, 0), torch.zeros(2, 0, 4)
 
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "floor", "ceil",
          "round", "trunc", "sign", "log2", "reciprocal", "erf", "expm1", "log1p", "tan", "atan", "asin", "acos",
-         "sinh", "cosh"]
+         "sinh", "cosh", "erfinv"]
 
 
 @pytest.mark.parametrize("name", UNARY)

@@ -182,6 +182,7 @@ LIBM_INPUTS = {
     "acos": lambda: torch.cat([torch.rand(64) * 2 - 1, torch.tensor([1.0, -1.0, -1.5])]),
     "sinh": lambda: torch.cat([torch.randn(64) * 4, torch.tensor([1e-7, 0.0, 100.0])]),
     "cosh": lambda: torch.cat([torch.randn(64) * 4, torch.tensor([0.0, -100.0])]),
+    "erfinv": lambda: torch.cat([torch.rand(64) * 2 - 1, torch.tensor([0.0, 1e-7, 0.9999999, -0.99999, 1.0, -1.0, 1.5])]),
 }
 
 

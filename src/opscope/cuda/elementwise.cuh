@@ -15,7 +15,7 @@ namespace opscope::cuda_impl::dev {
 // Values of cpu_kernels::UnaryOp and BinaryOp.
 enum : int { kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kSilu, kGelu, kRelu, kGeluTanh,
              kHardswish, kHardsigmoid, kFloor, kCeil, kRound, kTrunc, kSign, kLog2, kReciprocal, kErf,
-             kExpm1, kLog1p, kTan, kAtan, kAsin, kAcos, kSinh, kCosh, kUnaryOps };
+             kExpm1, kLog1p, kTan, kAtan, kAsin, kAcos, kSinh, kCosh, kErfinv, kUnaryOps };
 enum : int { kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kDivTrunc, kDivFloor, kRemainder, kBinaryOps };
 
 __device__ __forceinline__ float sigmoid_f(float x) {
@@ -57,6 +57,7 @@ __device__ __forceinline__ float unary_f(int op, float x) {
     case kAcos: return acosf(x);
     case kSinh: return sinhf(x);
     case kCosh: return coshf(x);
+    case kErfinv: return erfinvf(x);
   }
   return x;  // not reached: kUnaryOps covers cpu_kernels::UnaryOp (CudaKernelsEmu.EveryUnaryOpMatchesTheCpuKernel)
 }

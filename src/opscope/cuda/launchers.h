@@ -22,7 +22,7 @@ inline unsigned grid_for(int64_t work, int threads) {
 // Op codes: the values of cpu_kernels::UnaryOp / BinaryOp / ReduceKind.
 // Unary: neg abs exp log sqrt rsqrt sin cos tanh sigmoid silu gelu relu gelu_tanh hardswish
 // hardsigmoid floor ceil round trunc sign log2 reciprocal erf expm1 log1p tan atan asin acos sinh
-// cosh.
+// cosh erfinv.
 // Binary: add sub mul div pow maximum minimum div_trunc div_floor remainder.
 // Reduce: sum mean max min var argmax.
 

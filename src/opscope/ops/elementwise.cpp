@@ -118,6 +118,7 @@ OPSCOPE_UNARY_OP(asin)
 OPSCOPE_UNARY_OP(acos)
 OPSCOPE_UNARY_OP(sinh)
 OPSCOPE_UNARY_OP(cosh)
+OPSCOPE_UNARY_OP(erfinv)
 #undef OPSCOPE_UNARY_OP
 
 // ---- binary ----

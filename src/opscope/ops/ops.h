@@ -53,6 +53,7 @@ Tensor asin(const Tensor& x);
 Tensor acos(const Tensor& x);
 Tensor sinh(const Tensor& x);
 Tensor cosh(const Tensor& x);
+Tensor erfinv(const Tensor& x);
 
 // ---- binary, with broadcasting; a double operand is a scalar of x's dtype ----
 Tensor add(const Tensor& a, const Tensor& b);

@@ -98,7 +98,8 @@ void cpu_fallback(const c10::OperatorHandle& op, Stack* stack);
 enum class Binary : uint8_t { add, sub, mul, div, pow, maximum, minimum, remainder };
 enum class Unary : uint8_t {
   neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, silu, gelu, relu, hardswish, hardsigmoid,
-  floor, ceil, round, trunc, sign, log2, reciprocal, erf, expm1, log1p, tan, atan, asin, acos, sinh, cosh
+  floor, ceil, round, trunc, sign, log2, reciprocal, erf, expm1, log1p, tan, atan, asin, acos, sinh, cosh,
+  erfinv
 };
 enum class Reduce : uint8_t { sum, mean, amax, amin };
 

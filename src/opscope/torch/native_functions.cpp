@@ -133,6 +133,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_UNARY("acos", acos)
   OPSCOPE_UNARY("sinh", sinh)
   OPSCOPE_UNARY("cosh", cosh)
+  OPSCOPE_UNARY("erfinv", erfinv)
 #undef OPSCOPE_UNARY
   m.impl("round", boxed<unary_kernel<Unary::round, F::functional>>());
   m.impl("round_", boxed<unary_kernel<Unary::round, F::inplace>>());

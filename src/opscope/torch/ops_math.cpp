@@ -129,6 +129,7 @@ Tensor apply(Unary u, const Tensor& x) {
     case Unary::acos: return acos(x);
     case Unary::sinh: return sinh(x);
     case Unary::cosh: return cosh(x);
+    case Unary::erfinv: return erfinv(x);
   }
   return {};
 }
@@ -447,6 +448,7 @@ OPSCOPE_FORMS(unary_kernel, Unary::asin)
 OPSCOPE_FORMS(unary_kernel, Unary::acos)
 OPSCOPE_FORMS(unary_kernel, Unary::sinh)
 OPSCOPE_FORMS(unary_kernel, Unary::cosh)
+OPSCOPE_FORMS(unary_kernel, Unary::erfinv)
 OPSCOPE_FORMS(reduce_kernel, Reduce::sum)
 OPSCOPE_FORMS(reduce_kernel, Reduce::mean)
 OPSCOPE_FORMS(reduce_kernel, Reduce::amax)

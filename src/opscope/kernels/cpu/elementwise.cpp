@@ -37,6 +37,7 @@ std::string_view op_name(UnaryOp op) {
     case UnaryOp::acos: return "acos";
     case UnaryOp::sinh: return "sinh";
     case UnaryOp::cosh: return "cosh";
+    case UnaryOp::erfinv: return "erfinv";
   }
   return "?";
 }

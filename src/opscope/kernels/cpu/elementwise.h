@@ -30,9 +30,10 @@ enum class UnaryOp : uint8_t {
   gelu_tanh, hardswish, hardsigmoid,  // gelu's tanh approximation; MobileNetV3's activations
   floor, ceil, round, trunc, sign,    // rounding (round: half to even, as torch.round)
   log2, reciprocal, erf,
-  expm1, log1p, tan, atan, asin, acos, sinh, cosh  // the C library's, scalar: rarely hot
+  expm1, log1p, tan, atan, asin, acos, sinh, cosh,  // the C library's, scalar: rarely hot
+  erfinv
 };
-inline constexpr int kUnaryOpCount = int(UnaryOp::cosh) + 1;
+inline constexpr int kUnaryOpCount = int(UnaryOp::erfinv) + 1;
 // div_trunc, div_floor: torch's div(rounding_mode="trunc" / "floor"), integers included.
 // remainder: torch's (Python's %: the sign of the divisor), integers included.
 enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor, remainder };

@@ -235,6 +235,34 @@ OPSCOPE_LIBM_UNARY(Sinh, sinh, 10)
 OPSCOPE_LIBM_UNARY(Cosh, cosh, 10)
 #undef OPSCOPE_LIBM_UNARY
 
+// erf^-1 x: Giles' single-precision polynomials in w = -log(1 - x^2) ("Approximating the
+// erfinv function", 2010, within 4e-7), then one Newton step on erf in double; +-1 give
+// +-inf, |x| > 1 and NaN give NaN.
+struct Erfinv {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 30;
+  static float f(float x) {
+    if (!(std::fabs(x) < 1.0f)) return std::fabs(x) == 1.0f ? std::copysign(INFINITY, x) : NAN;
+    float w = -std::log((1.0f - x) * (1.0f + x)), p;
+    if (w < 5.0f) {
+      w -= 2.5f;
+      p = 2.81022636e-08f;
+      for (float c : {3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f, 0.00021858087f, -0.00125372503f,
+                      -0.00417768164f, 0.246640727f, 1.50140941f})
+        p = c + p * w;
+    } else {
+      w = std::sqrt(w) - 3.0f;
+      p = -0.000200214257f;
+      for (float c : {0.000100950558f, 0.00134934322f, -0.00367342844f, 0.00573950773f, -0.0076224613f,
+                      0.00943887047f, 1.00167406f, 2.83297682f})
+        p = c + p * w;
+    }
+    double y = double(p) * x;
+    y -= (std::erf(y) - double(x)) / (1.1283791670955126 * std::exp(-y * y));  // 2/sqrt(pi) e^(-y^2) = erf'
+    return float(y);
+  }
+};
+
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
@@ -370,6 +398,7 @@ LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
     case UnaryOp::acos: return make_unary<Acos>(op, out, x);
     case UnaryOp::sinh: return make_unary<Sinh>(op, out, x);
     case UnaryOp::cosh: return make_unary<Cosh>(op, out, x);
+    case UnaryOp::erfinv: return make_unary<Erfinv>(op, out, x);
   }
   return {};
 }
