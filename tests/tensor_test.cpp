@@ -100,6 +100,19 @@ TEST(Tensor, ViewOfZeroDim) {
   EXPECT_TRUE(shares(s.reshape({1}), s));  // a view, not a copy
 }
 
+// An empty tensor whose last two dims are transposed (the transposed copy's form) copies to
+// an empty contiguous one: the copy kernel divided by the empty plane count (SIGFPE).
+TEST(Tensor, ContiguousOfAnEmptyTransposedView) {
+  for (const Shape& s : {Shape{0, 8, 9}, Shape{2, 0, 9}, Shape{3, 4, 0}}) {
+    Tensor t = zeros(s).transpose(1, 2);
+    Tensor c = t.contiguous();
+    EXPECT_EQ(c.shape(), t.shape());
+    EXPECT_EQ(c.numel(), 0);
+  }
+  Tensor p = zeros({0, 2, 4, 9}).permute({2, 3, 0, 1});  // col2im's rows of an empty batch
+  EXPECT_EQ(p.contiguous().shape(), (Shape{4, 9, 0, 2}));
+}
+
 TEST(Tensor, Reshape) {
   Tensor t = iota({2, 3, 4});
   Tensor r = t.reshape({3, -1});

@@ -46,6 +46,8 @@ def test_empty_batch_and_out_forms():
     x = torch.zeros(0, 2, 5, 5)
     cols, want = native(lambda t: F.unfold(t, 2), x)
     assert cols.shape == want.shape == (0, 8, 16)
+    img, want = native(lambda t: F.fold(t, (5, 5), 2), want)  # crashed the copy kernel (SIGFPE)
+    assert img.shape == want.shape == (0, 2, 5, 5)
     out = torch.empty(0).to(dev)
     torch._C._nn.im2col(torch.randn(1, 2, 4, 4).to(dev), [2, 2], [1, 1], [0, 0], [1, 1], out=out)
     assert out.shape == (1, 8, 9)

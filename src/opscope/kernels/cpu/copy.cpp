@@ -75,6 +75,7 @@ void transposed_copy(To* out, const From* in, const Shape& shape, const std::arr
 
 void launch_copy(const Tensor& dst, const Tensor& src) {
   int64_t n = dst.numel();
+  if (n == 0) return;  // nothing to move (and the transposed form's plane count would divide by 0)
   Shape shape = src.shape();
   std::array<Strides, 2> strides{dst.strides(), src.strides()};
   coalesce<2>(shape, strides);
