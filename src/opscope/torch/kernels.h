@@ -128,6 +128,7 @@ template <Form F> void max_pool2d_kernel(const c10::OperatorHandle& op, Stack* s
 void layer_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void batch_norm_kernel(const c10::OperatorHandle& op, Stack* s);
 void embedding_kernel(const c10::OperatorHandle& op, Stack* s);
+void embedding_bag_kernel(const c10::OperatorHandle& op, Stack* s);  // ops_embedding_bag.cpp
 void clone_kernel(const c10::OperatorHandle& op, Stack* s);
 void arange_kernel(const c10::OperatorHandle& op, Stack* s);
 void linspace_kernel(const c10::OperatorHandle& op, Stack* s);  // linspace.out

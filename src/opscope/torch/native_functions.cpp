@@ -232,6 +232,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", boxed<layer_norm_kernel>());
   m.impl("native_batch_norm", boxed<batch_norm_kernel>());  // eval, and training (batch statistics)
   m.impl("embedding", boxed<embedding_kernel>());
+  m.impl("_embedding_bag_forward_only", boxed<embedding_bag_kernel>());
+  m.impl("_embedding_bag", boxed<embedding_bag_kernel>());  // nn.EmbeddingBag's: its weight requires grad
   m.impl("cat", boxed<cat_kernel<F::functional>>());
   m.impl("cat.out", boxed<cat_kernel<F::out>>());
 
