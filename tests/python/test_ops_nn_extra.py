@@ -1,6 +1,6 @@
 """More nn ops against torch CPU: LSTM/GRU/RNN layers (layers, bidirectional, batch_first,
 no biases, given initial states, bf16), baddbmm/addbmm, glu, weight norm, group norm,
-log_softmax, and torchvision's nms, roi_align and roi_pool. Each runs natively."""
+log_softmax, and torchvision's nms, roi_align, roi_pool and ps_roi_align. Each runs natively."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -144,3 +144,22 @@ def test_roi_pool_names_a_bad_batch_index(dev):
     x, rois = torch.randn(2, 1, 4, 4).to(dev), torch.tensor([[5.0, 0, 0, 2, 2]]).to(dev)
     with pytest.raises(RuntimeError, match=r"\[roi_pool\] roi 0 names batch index 5 of an input with 2 images"):
         torchvision.ops.roi_pool(x, rois, (2, 2)).cpu()
+
+
+@pytest.mark.parametrize("sampling_ratio", [-1, 2])
+def test_ps_roi_align_matches_torchvision_with_its_channel_mapping(sampling_ratio):
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(2)
+    x = torch.randn(2, 3 * 2 * 2, 16, 12)  # 3 output channels of 2 x 2 bins
+    xy = torch.rand(7, 2) * 14 - 3  # some boxes reach outside the image, some are small
+    rois = torch.cat([torch.randint(0, 2, (7, 1)).float(), xy, xy + torch.rand(7, 2) * 9], 1)
+    op = torch.ops.torchvision.ps_roi_align
+    dev = opscope.device()
+    opscope.reset_fallback_stats()
+    got, got_map = op(x.to(dev), rois.to(dev), 0.5, 2, 2, sampling_ratio)
+    assert opscope.fallback_stats() == {}
+    want, want_map = op(x, rois, 0.5, 2, 2, sampling_ratio)
+    assert got_map.dtype == want_map.dtype and torch.equal(got_map.cpu(), want_map)
+    torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="multiple"):  # 12 channels are not a multiple of 5 x 5 bins
+        op(x.to(dev), rois.to(dev), 0.5, 5, 5, sampling_ratio)

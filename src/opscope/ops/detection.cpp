@@ -75,4 +75,21 @@ std::pair<Tensor, Tensor> roi_pool(const Tensor& x, const Tensor& rois, double s
   return {out.to(x.dtype()), argmax};
 }
 
+std::pair<Tensor, Tensor> ps_roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h,
+                                       int64_t pooled_w, int64_t sampling_ratio) {
+  OPSCOPE_OP("ps_roi_align", &x, &rois);
+  check_rois("ps_roi_align", x, rois, pooled_h, pooled_w);
+  if (x.shape()[1] % (pooled_h * pooled_w) != 0)
+    fail("ps_roi_align", "x's {} channels are not a multiple of the output size {} x {}", x.shape()[1], pooled_h,
+         pooled_w);
+  Shape shape{rois.shape()[0], x.shape()[1] / (pooled_h * pooled_w), pooled_h, pooled_w};
+  Tensor out = runtime::allocate(shape, DType::f32, x.device());
+  Tensor channels = runtime::allocate(shape, DType::i32, x.device());
+  if (out.numel() == 0) return {out.to(x.dtype()), channels};
+  Tensor xc = x.contiguous().to(DType::f32), rc = rois.contiguous().to(DType::f32);
+  cpu_kernels::RoiAlignParams p{spatial_scale, pooled_h, pooled_w, sampling_ratio, false};
+  runtime::launch(x.device(), cpu_kernels::ps_roi_align_spec(out, channels, xc, rc, p), {&xc, &rc}, {&out, &channels});
+  return {out.to(x.dtype()), channels};
+}
+
 }  // namespace opscope

@@ -1,4 +1,4 @@
-// torchvision's detection ops (torchvision.ops.nms, roi_align, roi_pool) as opscope ops, with its CPU
+// torchvision's detection ops (torchvision.ops.nms, roi_align, roi_pool, ps_roi_align) as opscope ops, with its CPU
 // kernels' arithmetic. f32 (bf16/f16 computed in f32), CPU device only.
 #pragma once
 #include <cstdint>
@@ -24,5 +24,11 @@ Tensor roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int6
 // dtype, argmax i32: the winning pixel h * W + w, -1 for an empty bin), as torchvision.
 std::pair<Tensor, Tensor> roi_pool(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h,
                                    int64_t pooled_w);
+// Position-sensitive RoIAlign (R-FCN): x's C channels are pooled_h * pooled_w groups; output
+// channel c's bin (i, j) is roi_align's bin over input channel (c * pooled_h + i) * pooled_w
+// + j, boxes shifted by half a pixel. Returns (out (K, C / (pooled_h pooled_w), pooled_h,
+// pooled_w) of x's dtype, channel_mapping i32: that input channel), as torchvision.
+std::pair<Tensor, Tensor> ps_roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h,
+                                       int64_t pooled_w, int64_t sampling_ratio);
 
 }  // namespace opscope

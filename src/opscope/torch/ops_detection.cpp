@@ -1,4 +1,4 @@
-// torchvision's detection ops: torchvision::nms, roi_align and roi_pool, on opscope's
+// torchvision's detection ops: torchvision::nms, roi_align, roi_pool and ps_roi_align, on opscope's
 // kernels (ops/detection.h). Registered for torchvision's namespace (native_functions.cpp);
 // the schemas come from torchvision's own library when it is imported.
 #include "opscope/core/error.h"
@@ -49,6 +49,15 @@ void roi_pool_kernel(const c10::OperatorHandle& op, Stack* s) {
     auto [out, argmax] =
         roi_pool(x, as_dtype(rois, x.dtype()), c.arg(2).toDouble(), c.arg(3).toInt(), c.arg(4).toInt());
     c.ret_tuple(to_torch(out), to_torch(argmax));
+  });
+}
+
+// ps_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio) -> (Tensor, Tensor)
+void ps_roi_align_kernel(const c10::OperatorHandle& op, Stack* s) {
+  two_operands(op, s, [](Call& c, const Tensor& x, const Tensor& rois) {
+    auto [out, channels] = ps_roi_align(x, as_dtype(rois, x.dtype()), c.arg(2).toDouble(), c.arg(3).toInt(),
+                                        c.arg(4).toInt(), c.arg(5).toInt());
+    c.ret_tuple(to_torch(out), to_torch(channels));
   });
 }
 

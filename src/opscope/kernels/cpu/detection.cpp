@@ -182,4 +182,55 @@ LaunchSpec roi_pool_spec(const Tensor& out, const Tensor& argmax, const Tensor& 
   return spec;
 }
 
+LaunchSpec ps_roi_align_spec(const Tensor& out, const Tensor& channels, const Tensor& x, const Tensor& rois,
+                             const RoiAlignParams& p) {
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3], K = rois.shape()[0];
+  const int64_t ph = p.pooled_h, pw = p.pooled_w, C_out = out.shape()[1];
+  LaunchSpec spec;
+  spec.name = "ps_roi_align_f32";
+  spec.work = K;
+  spec.bytes = out.nbytes() * 5 + channels.nbytes() + rois.nbytes();
+  spec.flops = out.numel() * 8;
+  const float* xp = x.data<float>();
+  const float* rp = rois.data<float>();
+  float* op = out.data<float>();
+  int32_t* cp = channels.data<int32_t>();
+  const float ss = float(p.spatial_scale);
+  spec.body = [=](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const float* r = rp + 5 * k;
+      int64_t batch = int64_t(r[0]);
+      if (batch < 0 || batch >= N)
+        fail("ps_roi_align", "roi {} names batch index {} of an input with {} images", k, batch, N);
+      // torchvision's arithmetic: shifted by half a pixel, no rounding, no minimum size
+      const float x1 = r[1] * ss - 0.5f, y1 = r[2] * ss - 0.5f;
+      const float rw = r[3] * ss - 0.5f - x1, rh = r[4] * ss - 0.5f - y1;
+      const float bh = rh / float(ph), bw = rw / float(pw);
+      const int64_t gh = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rh / float(ph)));
+      const int64_t gw = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rw / float(pw)));
+      const float count = float(gh * gw);
+      for (int64_t c = 0; c < C_out; ++c)
+        for (int64_t oy = 0; oy < ph; ++oy)
+          for (int64_t ox = 0; ox < pw; ++ox) {
+            const int64_t c_in = (c * ph + oy) * pw + ox;
+            const float* plane = xp + (batch * C + c_in) * H * W;
+            float sum = 0;
+            for (int64_t iy = 0; iy < gh; ++iy) {
+              const float y = float(oy) * bh + y1 + (float(iy) + 0.5f) * bh / float(gh);
+              for (int64_t ix = 0; ix < gw; ++ix) {
+                const float xx = float(ox) * bw + x1 + (float(ix) + 0.5f) * bw / float(gw);
+                const Sample s = sample_at(y, xx, H, W);
+                sum += s.w[0] * plane[s.pos[0]] + s.w[1] * plane[s.pos[1]] + s.w[2] * plane[s.pos[2]] +
+                       s.w[3] * plane[s.pos[3]];
+              }
+            }
+            const int64_t o = ((k * C_out + c) * ph + oy) * pw + ox;
+            op[o] = sum / count;
+            cp[o] = int32_t(c_in);
+          }
+    }
+  };
+  return spec;
+}
+
 }  // namespace opscope::cpu_kernels

@@ -5,6 +5,8 @@
 //             interest (Mask R-CNN's RoIAlign); a work unit per region.
 //  roi_pool   the maximum over the pixels of each bin, the region snapped to whole pixels
 //             (Fast R-CNN's RoIPool); a work unit per region.
+//  ps_roi_align  roi_align where bin (i, j) of output channel c reads its own input channel
+//             (c * ph + i) * pw + j (R-FCN's position-sensitive RoIAlign); a unit per region.
 #pragma once
 #include <cstdint>
 
@@ -28,5 +30,10 @@ LaunchSpec roi_align_spec(const Tensor& out, const Tensor& x, const Tensor& rois
 // won, -1 for an empty bin, whose value is 0) from x (N, C, H, W) and rois (K, 5).
 LaunchSpec roi_pool_spec(const Tensor& out, const Tensor& argmax, const Tensor& x, const Tensor& rois,
                          double spatial_scale);
+// out (K, C / (ph pw), ph, pw) f32 and channel_mapping (the same shape, i32: the input
+// channel each output read) from x (N, C, H, W) and rois (K, 5); p.aligned is not used
+// (torchvision's boxes are always shifted by half a pixel here).
+LaunchSpec ps_roi_align_spec(const Tensor& out, const Tensor& channels, const Tensor& x, const Tensor& rois,
+                             const RoiAlignParams& p);
 
 }  // namespace opscope::cpu_kernels
