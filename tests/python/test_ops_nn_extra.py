@@ -163,3 +163,16 @@ def test_ps_roi_align_matches_torchvision_with_its_channel_mapping(sampling_rati
     torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
     with pytest.raises(RuntimeError, match="multiple"):  # 12 channels are not a multiple of 5 x 5 bins
         op(x.to(dev), rois.to(dev), 0.5, 5, 5, sampling_ratio)
+
+
+def test_region_ops_on_an_image_with_no_rows_give_zeros(dev):
+    # torchvision's CPU roi_align reads before the plane here (it segfaults); on the device
+    # every sample of an empty image contributes 0, and a bad batch index is still named.
+    torchvision = pytest.importorskip("torchvision")
+    x, rois = torch.randn(1, 4, 0, 5).to(dev), torch.tensor([[0, 0.0, 0, 3, 3]]).to(dev)
+    out, mapping = torch.ops.torchvision.ps_roi_align(x, rois, 1.0, 2, 2, -1)
+    assert torch.equal(out.cpu(), torch.zeros(1, 1, 2, 2))
+    assert mapping.cpu().flatten().tolist() == [0, 1, 2, 3]
+    assert torch.equal(torchvision.ops.roi_align(x, rois, (2, 2), 1.0, 2).cpu(), torch.zeros(1, 4, 2, 2))
+    with pytest.raises(RuntimeError, match=r"\[roi_align\] roi 0 names batch index 3"):
+        torchvision.ops.roi_align(x, torch.tensor([[3, 0.0, 0, 3, 3]]).to(dev), (2, 2), 1.0, 2).cpu()

@@ -1,4 +1,4 @@
-// nms, roi_align and roi_pool: the framework steps (kernels/cpu/detection).
+// nms, roi_align, roi_pool and ps_roi_align: the framework steps (kernels/cpu/detection).
 #include "opscope/ops/detection.h"
 
 #include "opscope/core/error.h"
@@ -33,7 +33,7 @@ Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold) {
 
 namespace {
 
-// The checks roi_align and roi_pool share.
+// The checks the region ops share.
 void check_rois(const char* op, const Tensor& x, const Tensor& rois, int64_t pooled_h, int64_t pooled_w) {
   if (!x.defined() || !rois.defined()) fail(op, "an operand is undefined (a default-constructed Tensor)");
   if (x.ndim() != 4) fail(op, "x has shape {}; it must be (N, C, H, W)", x.shape().str());
@@ -54,7 +54,6 @@ Tensor roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int6
   check_rois("roi_align", x, rois, pooled_h, pooled_w);
   Tensor out = runtime::allocate({rois.shape()[0], x.shape()[1], pooled_h, pooled_w}, DType::f32, x.device());
   if (out.numel() == 0) return out.to(x.dtype());
-  if (x.shape()[2] == 0 || x.shape()[3] == 0) return zeros(out.shape(), x.dtype(), &x.device());  // no samples
   Tensor xc = x.contiguous().to(DType::f32), rc = rois.contiguous().to(DType::f32);
   cpu_kernels::RoiAlignParams p{spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned};
   runtime::launch(x.device(), cpu_kernels::roi_align_spec(out, xc, rc, p), {&xc, &rc}, {&out});

@@ -20,9 +20,12 @@ struct Sample {
   float w[4];
 };
 
-// torchvision's bilinear_interpolate setup (roi_align_kernel.cpp), in f32.
+// torchvision's bilinear_interpolate setup (roi_align_kernel.cpp), in f32. An image with no
+// rows or columns has no pixel to read: every sample contributes 0 (torchvision's CPU kernel
+// reads before the plane there).
 Sample sample_at(float y, float x, int64_t h, int64_t w) {
   Sample s{};
+  if (h <= 0 || w <= 0) return s;
   if (y < -1.0f || y > float(h) || x < -1.0f || x > float(w)) return s;  // outside: contributes 0
   y = std::max(y, 0.0f);
   x = std::max(x, 0.0f);
