@@ -103,15 +103,15 @@ struct DivFloor {
 struct Remainder {
   static constexpr bool kIntegers = true;
   template <class C> [[gnu::always_inline]] static C f(C a, C b) {
+    C r;
     if constexpr (std::is_integral_v<C>) {
       if (b == 0) fail("remainder", "ZeroDivisionError: integer remainder by zero");
       if (b == C(-1)) return 0;  // INT_MIN % -1 overflows
-      C r = C(a % b);
-      return (r != 0 && ((r < 0) != (b < 0))) ? C(r + b) : r;
+      r = C(a % b);
     } else {
-      C r = std::fmod(a, b);
-      return (r != 0 && ((r < 0) != (b < 0))) ? C(r + b) : r;
+      r = std::fmod(a, b);
     }
+    return (r != 0 && ((r < 0) != (b < 0))) ? C(r + b) : r;
   }
 };
 
