@@ -417,7 +417,7 @@ void masked_select_kernel(const c10::OperatorHandle& op, Stack* s) {
 }
 
 // masked_scatter_(self, mask, source): source's elements, in order, written where the mask
-// (broadcast to self) is true, as a boolean index_put_. The count of true elements is read
+// (broadcast to self) is true, as an index_put_ at the mask's coordinates. The count of true elements is read
 // on the host (nonzero synchronizes in torch's kernel too); a source with fewer elements
 // gets torch's error. masked_scatter (functional) is torch's clone and this.
 void masked_scatter_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -432,10 +432,14 @@ void masked_scatter_kernel(const c10::OperatorHandle& op, Stack* s) {
   try {
     Tensor x = from_torch(self, c.name()), m = from_torch(mask, c.name()), src = from_torch(source, c.name());
     AtenScope scope(c.name(), {&x, &m, &src});
-    Tensor where = m.expand(x.shape());
-    const int64_t count = nonzero(where).shape()[0];
+    // The mask's coordinates once: their count is checked, and they index the write (a bool
+    // index would make index_put_ find them again).
+    const Tensor coords = nonzero(m.expand(x.shape()));
+    const int64_t count = coords.shape()[0];
     if (src.numel() < count) return c.fall_back();  // torch's error names the shortfall
-    index_put_(x, {where}, src.contiguous().reshape({src.numel()}).slice(0, 0, count));
+    std::vector<Tensor> at;
+    for (int d = 0; d < x.ndim(); ++d) at.push_back(coords.slice(1, d, d + 1).squeeze(1));
+    index_put_(x, at, src.contiguous().reshape({src.numel()}).slice(0, 0, count));
     c.ret(self);
   } catch (const opscope::Error& e) {
     c.refused(e);
