@@ -60,19 +60,24 @@ void embedding_bag_kernel(const c10::OperatorHandle& op, Stack* s) {
       if (i < 0 || i >= rows) return c.fall_back();  // torch's error names the index
     AtenScope scope(c.name(), {&w, &idx, &off});
     Device& dev = w.device();
-    std::vector<int64_t> kept, kept_bag, count(size_t(bags), 0);
+    // the positions not at padding_idx: their weight rows (the indices are on the host
+    // already) and bags
+    std::vector<int64_t> kept, kept_row, kept_bag, count(size_t(bags), 0);
     for (int64_t p = 0; p < n; ++p)
       if (iv[size_t(p)] != padding_idx) {
         kept.push_back(p);
+        kept_row.push_back(iv[size_t(p)]);
         kept_bag.push_back(bag[size_t(p)]);
         ++count[size_t(bag[size_t(p)])];
       }
     Tensor out = zeros({bags, dim}, DType::f32, &dev);
     if (!kept.empty()) {
-      Tensor at = from_host_i64(kept, {int64_t(kept.size())}, &dev);
-      Tensor picked = index_select(w, 0, index_select(idx.to(DType::i64), 0, at));
-      if (weighted) picked = opscope::mul(picked, index_select(from_torch(*psw, c.name()), 0, at).unsqueeze(1));
-      index_put_(out, {from_host_i64(kept_bag, {int64_t(kept_bag.size())}, &dev)}, picked, /*accumulate=*/true);
+      const int64_t k = int64_t(kept.size());
+      Tensor picked = index_select(w, 0, from_host_i64(kept_row, {k}, &dev));
+      if (weighted)
+        picked = opscope::mul(
+            picked, index_select(from_torch(*psw, c.name()), 0, from_host_i64(kept, {k}, &dev)).unsqueeze(1));
+      index_put_(out, {from_host_i64(kept_bag, {k}, &dev)}, picked, /*accumulate=*/true);
     }
     const DType side = idx.dtype();
     Tensor bag_size = zeros({bags}, side, &dev);
