@@ -202,7 +202,6 @@ static void batch_norm_training(Call& c, const at::Tensor& input, const at::Tens
   }
 }
 
-
 // native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum,
 // eps) in eval (the running statistics): opscope's batch_norm, one pass over x (ops/nn.cpp);
 // in training, batch_norm_training above.
