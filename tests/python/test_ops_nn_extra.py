@@ -148,7 +148,7 @@ def test_roi_pool_names_a_bad_batch_index(dev):
 
 @pytest.mark.parametrize("sampling_ratio", [-1, 2])
 def test_ps_roi_align_matches_torchvision_with_its_channel_mapping(sampling_ratio):
-    torchvision = pytest.importorskip("torchvision")
+    pytest.importorskip("torchvision")  # registers torch.ops.torchvision
     torch.manual_seed(2)
     x = torch.randn(2, 3 * 2 * 2, 16, 12)  # 3 output channels of 2 x 2 bins
     xy = torch.rand(7, 2) * 14 - 3  # some boxes reach outside the image, some are small
