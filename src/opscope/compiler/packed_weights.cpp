@@ -77,6 +77,7 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
   const Tensor* bias = n.inputs.size() == 3 ? &vals[size_t(n.inputs[2])] : nullptr;
   if (!a.defined() || !b.defined() || (bias && !bias->defined())) return false;  // a constant the eager op makes
   std::shared_ptr<const cpu_kernels::PackedMatmul> pack;
+  bool fresh = false;
   {
     std::lock_guard<std::mutex> lock(m_);
     Entry& e = entries_[i];
@@ -88,24 +89,27 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
       return false;
     }
     if (!e.pack) {
-      runtime::wait_written(b);  // packing reads B on this thread
       e.pack = cpu_kernels::PackedMatmul::make(a, b, bias, dev.num_cores(), epilogue_of(n));
       if (!e.pack || e.pack->out_shape() != g.values[size_t(n.outputs[0])].shape) {
         e.pack.reset();
         e.refused = true;
         return false;
       }
+      fresh = true;
     }
     pack = e.pack;
   }
+  // The matmul reads its operands and the packed chunks (written by the pack launch before it).
+  std::vector<const Tensor*> reads{&a, &b}, packed;
+  if (bias) reads.push_back(bias);
+  OpScope scope("matmul", std::span<const Tensor* const>(reads), __builtin_return_address(0));
+  for (const Tensor& t : pack->packed()) reads.push_back(&t), packed.push_back(&t);
+  const Tensor* read_b = &b;
   Tensor out = runtime::allocate(pack->out_shape(), a.dtype(), dev);
-  if (bias) {
-    OPSCOPE_OP("matmul", &a, &b, bias);
-    runtime::launch(dev, pack->spec(out, a, bias), {&a, &b, bias}, {&out});
-  } else {
-    OPSCOPE_OP("matmul", &a, &b);
-    runtime::launch(dev, pack->spec(out, a, nullptr), {&a, &b}, {&out});
-  }
+  const Tensor* write_out = &out;
+  // Packing is one launch on the cores, in stream order after B's last writer.
+  if (fresh) runtime::launch(dev, pack->pack_spec(b), std::span<const Tensor* const>(&read_b, 1), packed);
+  runtime::launch(dev, pack->spec(out, a, bias), reads, std::span<const Tensor* const>(&write_out, 1));
   vals[size_t(n.outputs[0])] = std::move(out);
   return true;
 }

@@ -9,6 +9,7 @@
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/onednn.h"
 #include "opscope/runtime/device.h"
+#include "opscope/runtime/runtime.h"
 
 extern "C" int omp_get_max_threads() noexcept;
 extern "C" void omp_set_num_threads(int) noexcept;
@@ -85,7 +86,10 @@ bool PackedMatmul::worth_packing(int64_t M, int64_t N, int64_t K) {
 struct PackedMatmul::Chunk {
   int64_t lo = 0, hi = 0;
   md src, dst, bias;
-  dnnl::memory weights;  // owns the packed columns
+  md user;                    // b's columns lo..hi as b lays them out
+  int64_t user_offset = 0;    // bytes from b's data to column lo
+  dnnl::memory weights;       // the packed columns, in packed_[i]
+  dnnl::reorder pack;         // user -> weights
   dnnl::matmul prim;
 };
 
@@ -119,11 +123,12 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   p->bias_dtype_ = bias ? bias->dtype() : dtype;
   const dt type = dtype == DType::bf16 ? dt::bf16 : dt::f32;
   const int64_t width = (N + chunks - 1) / chunks, step = (width + 15) / 16 * 16;  // oneDNN's 16-wide blocks
-  // The reorder runs on this (host) thread: one OpenMP thread, and the thread's own count back after.
+  const int64_t item = int64_t(b.itemsize());
+  // oneDNN plans a primitive for the OpenMP threads of the thread that makes it: one, as on
+  // the core that runs it (made for two, the compiled GPT-2 ran 8-10% slower).
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   try {
-    dnnl::stream s(onednn_engine());
     for (int64_t lo = 0; lo < N; lo += step) {
       auto c = std::make_unique<Chunk>();
       c->lo = lo, c->hi = std::min(N, lo + step);
@@ -131,7 +136,8 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
       c->src = md({M, K}, type, {lda, 1});
       c->dst = md({M, n}, type, {N, 1});
       c->bias = md({1, n}, bias && bias->dtype() == DType::bf16 ? dt::bf16 : dt::f32, {n, 1});
-      md user({K, n}, type, {sbk, sbn});
+      c->user = md({K, n}, type, {sbk, sbn});
+      c->user_offset = lo * sbn * item;
       md any({K, n}, type, dnnl::memory::format_tag::any);
       auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
                                                     post_ops(epilogue), onednn_engine())
@@ -139,10 +145,12 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
                                                     onednn_engine());
       if (reference_kernel(pd)) throw std::runtime_error("a reference kernel");
       c->prim = dnnl::matmul(pd);
-      c->weights = dnnl::memory(pd.weights_desc(), onednn_engine());
-      dnnl::memory from(user, onednn_engine(), static_cast<char*>(b.data_ptr()) + lo * sbn * int64_t(b.itemsize()));
-      dnnl::reorder(from, c->weights).execute(s, from, c->weights);
-      s.wait();
+      const int64_t bytes = int64_t(pd.weights_desc().get_size());
+      Tensor mem = runtime::allocate(Shape{(bytes + item - 1) / item}, dtype, a.device());
+      c->weights = dnnl::memory(pd.weights_desc(), onednn_engine(), mem.data_ptr());
+      c->pack = dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), c->user, onednn_engine(),
+                                                            pd.weights_desc()));
+      p->packed_.push_back(std::move(mem));
       p->chunks_.push_back(std::move(c));
     }
   } catch (const std::exception&) {
@@ -150,8 +158,33 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
     return nullptr;  // a layout, size or CPU oneDNN's matmul has no fast kernel for: the eager op runs it
   }
   omp_set_num_threads(threads);
+  p->b_data_ = b.data_ptr();
   onednn_statics_made();
   return p;
+}
+
+LaunchSpec PackedMatmul::pack_spec(const Tensor& b) const {
+  if (b.data_ptr() != b_data_) fail("matmul", "internal: packing weights from another tensor than make() saw");
+  LaunchSpec spec;
+  spec.name = fmt::format("pack_weights_{}", dtype_name(dtype_));
+  spec.work = int64_t(chunks_.size());
+  spec.grain = 1;
+  spec.bytes = 2 * k_ * n_ * int64_t(b.itemsize());
+  char* bp = static_cast<char*>(b.data_ptr());
+  spec.body = [self = shared_from_this(), bp](int64_t begin, int64_t end) {
+    dnnl::stream& s = onednn_core_stream();
+    try {
+      for (int64_t i = begin; i < end; ++i) {
+        Chunk& c = *self->chunks_[size_t(i)];
+        dnnl::memory from(c.user, onednn_engine(), bp + c.user_offset);
+        c.pack.execute(s, from, c.weights);
+      }
+      s.wait();
+    } catch (const dnnl::error& e) {
+      fail("matmul", "oneDNN's reorder of weights to pack failed: {} (status {})", e.what(), int(e.status));
+    }
+  };
+  return spec;
 }
 
 std::string PackedMatmul::kernel_name(Epilogue epilogue, DType dtype) {
