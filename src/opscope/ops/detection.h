@@ -1,6 +1,8 @@
-// torchvision's detection ops (torchvision.ops.nms, roi_align, roi_pool, ps_roi_align) as opscope ops, with its CPU
-// kernels' arithmetic. f32 (bf16/f16 computed in f32), CPU device only.
+// torchvision's detection ops (torchvision.ops.nms, roi_align, roi_pool, ps_roi_align,
+// deform_conv2d) as opscope ops, with its CPU kernels' arithmetic. f32 (bf16/f16 computed
+// in f32), CPU device only.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <utility>
 
@@ -30,5 +32,15 @@ std::pair<Tensor, Tensor> roi_pool(const Tensor& x, const Tensor& rois, double s
 // pooled_w) of x's dtype, channel_mapping i32: that input channel), as torchvision.
 std::pair<Tensor, Tensor> ps_roi_align(const Tensor& x, const Tensor& rois, double spatial_scale, int64_t pooled_h,
                                        int64_t pooled_w, int64_t sampling_ratio);
+
+// Deformable convolution (torchvision.ops.deform_conv2d: DCN, and DCN v2 with a mask):
+// conv2d's sizes and groups, each tap of the window reading x bilinearly at its own learned
+// offset, zero outside the image. x (N, C, H, W), weight (OC, C / groups, KH, KW), offset
+// (N, 2 offset_groups KH KW, OH, OW) as (dy, dx) per tap, mask (N, offset_groups KH KW, OH,
+// OW) or undefined, bias (OC) or undefined; stride, padding, dilation as (h, w). Out (N, OC,
+// OH, OW) of x's dtype: the sampled columns (one launch), then a matmul per group.
+Tensor deform_conv2d(const Tensor& x, const Tensor& weight, const Tensor& offset, const Tensor& mask,
+                     const Tensor& bias, std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+                     std::array<int64_t, 2> dilation, int64_t groups, int64_t offset_groups);
 
 }  // namespace opscope

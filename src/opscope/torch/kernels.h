@@ -192,6 +192,7 @@ template <Form F> void norm_kernel(const c10::OperatorHandle& op, Stack* s);  //
 void nms_kernel(const c10::OperatorHandle& op, Stack* s);
 void roi_align_kernel(const c10::OperatorHandle& op, Stack* s);
 void roi_pool_kernel(const c10::OperatorHandle& op, Stack* s);
+void deform_conv2d_kernel(const c10::OperatorHandle& op, Stack* s);
 void ps_roi_align_kernel(const c10::OperatorHandle& op, Stack* s);
 
 // ---- more nn (ops_nn_extra.cpp) ----

@@ -389,6 +389,7 @@ TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) {
   m.impl("roi_align", boxed<roi_align_kernel>());
   m.impl("roi_pool", boxed<roi_pool_kernel>());
   m.impl("ps_roi_align", boxed<ps_roi_align_kernel>());
+  m.impl("deform_conv2d", boxed<deform_conv2d_kernel>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(boxed<cpu_fallback>()); }

@@ -1,4 +1,4 @@
-// torchvision's detection ops: torchvision::nms, roi_align, roi_pool and ps_roi_align, on opscope's
+// torchvision's detection ops: torchvision::nms, roi_align, roi_pool, ps_roi_align and deform_conv2d, on opscope's
 // kernels (ops/detection.h). Registered for torchvision's namespace (native_functions.cpp);
 // the schemas come from torchvision's own library when it is imported.
 #include "opscope/core/error.h"
@@ -59,6 +59,29 @@ void ps_roi_align_kernel(const c10::OperatorHandle& op, Stack* s) {
                                         c.arg(4).toInt(), c.arg(5).toInt());
     c.ret_tuple(to_torch(out), to_torch(channels));
   });
+}
+
+// deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w,
+// dilation_h, dilation_w, groups, offset_groups, use_mask): torchvision passes an empty mask
+// without use_mask, and a zero bias without one.
+void deform_conv2d_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor &x = c.tensor(0), &w = c.tensor(1), &off = c.tensor(2), &mask = c.tensor(3), &bias = c.tensor(4);
+  const bool use_mask = c.arg(13).toBool();
+  for (const at::Tensor* t : {&w, &off, &mask, &bias})
+    if (t->defined() && on_device(*t) != on_device(x)) two_devices(c.name(), x, *t);
+  if (!has_kernels({&x, &w, &off, &bias}) || (use_mask && !has_kernels({&mask}))) return c.fall_back();
+  try {
+    Tensor xt = from_torch(x, c.name()), wt = from_torch(w, c.name()), ot = from_torch(off, c.name());
+    Tensor mt = use_mask ? from_torch(mask, c.name()) : Tensor(), bt = from_torch_opt(bias, c.name());
+    AtenScope scope(c.name(), {&xt, &wt, &ot});
+    auto arg = [&](int i) { return c.arg(i).toInt(); };
+    c.ret(to_torch(deform_conv2d(xt, wt, ot, mt, bt, {arg(5), arg(6)}, {arg(7), arg(8)}, {arg(9), arg(10)}, arg(11),
+                                 arg(12))));
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
 }
 
 }  // namespace opscope::torch_bridge
