@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "compiler_test_util.h"
+#include "opscope/analysis/advisor/advise.h"
 #include "opscope/compiler/passes.h"
 #include "opscope/compiler/pipeline.h"
 #include "opscope/kernels/cpu/copy.h"
@@ -98,6 +99,37 @@ TEST(PackedWeights, PackingIsALaunchIntoTheDevicesMemory) {
   EXPECT_LT(max_rel_error(y, eager(x, w, b)), 1e-5);
   EXPECT_LT(max_rel_error(y2, eager(x, w, b)), 1e-5);
   EXPECT_GE(allocated - y.nbytes() - y2.nbytes(), 256 * 512 * 4) << "the packed weights, from the device's allocator";
+}
+
+// A profile that holds the packing call shows time no steady call spends: the advisor says
+// so, and a profile of the calls after it has no such finding.
+TEST(PackedWeights, TheAdvisorCallsPackingAOneTimeCost) {
+  Linear lin(256, 512);
+  CompileReport rep;
+  Executable exe = compile_graph(lin.g, {}, rep);
+  Tensor x = randn({2, 64, 256}, 1), w = randn({512, 256}, 2), b = randn({512}, 3);
+  exe.run({x, w, b});
+  auto profile_two_calls = [&] {
+    prof::ProfilerConfig cfg;
+    prof::Profiler session(cfg);
+    session.start();
+    for (int i = 0; i < 2; ++i) exe.run({x, w, b});
+    cpu().synchronize();
+    session.stop();
+    return advisor::advise(session.trace());
+  };
+  auto packing = [](const advisor::Advice& a) {
+    for (const advisor::Finding& f : a.findings)
+      if (f.kind == "one_time_packing") return f;
+    return advisor::Finding{};
+  };
+  advisor::Finding f = packing(profile_two_calls());
+  ASSERT_EQ(f.kind, "one_time_packing");
+  EXPECT_TRUE(f.title.starts_with("One-time cost: the compiled graph packed its weights")) << f.title;
+  EXPECT_NE(f.detail.find("1 pack_weights launch reordered"), std::string::npos) << f.detail;
+  EXPECT_GT(f.impact_ns, 0);
+  EXPECT_GT(f.t1, f.t0);
+  EXPECT_EQ(packing(profile_two_calls()).kind, "") << "the steady calls pack nothing";
 }
 
 TEST(PackedWeights, AWeightWrittenSinceItWasPackedIsNeverReadStale) {

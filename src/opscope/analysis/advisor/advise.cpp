@@ -91,6 +91,7 @@ Advice advise(const prof::Trace& trace, const AdviseOptions& options) {
     adv.findings = trace_findings(*a);
     CompiledView compiled = compiled_view(trace);
     adv.compiled = compiled.fused;
+    if (std::optional<Finding> f = packing_finding(compiled)) adv.findings.push_back(std::move(*f));
     if (!adv.compiled.empty()) {
       fixes_for_compiled(adv.findings);
       if (std::optional<Finding> f = compiled_finding(compiled)) adv.findings.push_back(std::move(*f));
