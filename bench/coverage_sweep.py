@@ -154,6 +154,7 @@ def op_cases():
      "logsumexp": (lambda x: torch.logsumexp(x, 1), [], [t(3, 7)]),
      "log_softmax": (lambda x: F.log_softmax(x, 1), [], [t(3, 7)]),
      "embedding_bag": (lambda w, i, o: F.embedding_bag(i, w, o, mode="mean"), [], [t(10, 3), torch.tensor([1, 2, 4, 5, 4, 3]), torch.tensor([0, 3])]),
+     "embedding_bag_max": (lambda w, i, o: F.embedding_bag(i, w, o, mode="max"), [], [t(10, 3), torch.tensor([1, 2, 4, 5, 4, 3]), torch.tensor([0, 3])]),
      "one_hot": (lambda i: F.one_hot(i, 5), [], [torch.tensor([0, 3, 4])]),
      "clamp_t": (lambda x, lo: torch.clamp(x, min=lo), [], [t(3, 4), t(3, 4)]),
      "erfinv_etc": (lambda x: torch.stack([x.sigmoid().erfinv(), x.exp().log1p(), x.expm1(), x.atan(), x.sinh()]), [], [t(3, 4)]),

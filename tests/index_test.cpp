@@ -158,6 +158,23 @@ TEST(Embedding, BadInput) {
                "[embedding]", "more than 8 dims");
 }
 
+// Bags of rows, each column's maximum and the first row that reached it; an empty bag 0 and
+// row 0. The bags and rows are checked on the host: the kernel trusts them.
+TEST(EmbeddingBagMax, EachColumnsMaximumAndItsFirstRow) {
+  Tensor w = from_host({1, 5, 3, 2, 3, 7, 0, 9}, {4, 2});
+  auto [out, argmax] = embedding_bag_max(w, from_host_i64({0, 1, 2, 3}, {4}), from_host_i64({0, 3, 3, 4}, {4}));
+  EXPECT_EQ(out.to_float_vector(), (std::vector<float>{3, 7, 0, 0, 0, 9}));
+  EXPECT_EQ(argmax.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 0, 0, 3, 3}));  // row 1 ties row 2: first wins
+  expect_error([&] { embedding_bag_max(w, from_host_i64({0, 4}, {2}), from_host_i64({0, 2}, {2})); },
+               "[embedding_bag_max]", "row 4 (position 1) is out of range for 4 rows");
+  expect_error([&] { embedding_bag_max(w, from_host_i64({0, 1}, {2}), from_host_i64({0, 2, 1}, {3})); },
+               "[embedding_bag_max]", "must run from 0 to the 2 rows, not 0 to 1");
+  expect_error([&] { embedding_bag_max(w, from_host_i64({0, 1}, {2}), from_host_i64({0, 2, 1, 2}, {4})); },
+               "[embedding_bag_max]", "starts decrease at bag 1: 2 then 1");
+  expect_error([&] { embedding_bag_max(w.to(DType::bf16), from_host_i64({0}, {1}), from_host_i64({0, 1}, {2})); },
+               "[embedding_bag_max]", "must be (V, D) f32");
+}
+
 // unique (torch.unique's sorted form): values ascending, each element's index into them,
 // each value's count; NaNs last, each its own; empty input gives empty outputs.
 TEST(Unique, ValuesInverseAndCounts) {

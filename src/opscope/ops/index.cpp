@@ -1,9 +1,10 @@
-// concat and embedding.
+// concat, embedding and embedding bags' max.
 #include <algorithm>
 #include <span>
 
 #include "opscope/compiler/trace.h"
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/index.h"
 #include "opscope/kernels/dispatch.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/op_scope.h"
@@ -86,6 +87,39 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   runtime::launch(out.device(), kernels::embedding_spec(out, w, idx), {&w, &idx}, {&out});
   if (compiler::tracing()) compiler::record("embedding", {&weight, &indices}, out);
   return out;
+}
+
+std::pair<Tensor, Tensor> embedding_bag_max(const Tensor& weight, const Tensor& rows, const Tensor& starts) {
+  OPSCOPE_OP("embedding_bag_max", &weight, &rows, &starts);
+  if (!weight.defined() || !rows.defined() || !starts.defined())
+    fail("embedding_bag_max", "an operand is undefined (default-constructed)");
+  if (weight.ndim() != 2 || weight.dtype() != DType::f32)
+    fail("embedding_bag_max", "weight is {} {}; it must be (V, D) f32", weight.shape().str(), dtype_name(weight.dtype()));
+  if (rows.ndim() != 1 || rows.dtype() != DType::i64 || starts.ndim() != 1 || starts.dtype() != DType::i64 ||
+      starts.shape()[0] < 1)
+    fail("embedding_bag_max", "rows {} {} and starts {} {} must be 1-d i64, starts with one entry at least",
+         rows.shape().str(), dtype_name(rows.dtype()), starts.shape().str(), dtype_name(starts.dtype()));
+  if (&weight.device() != &rows.device() || &weight.device() != &starts.device())
+    fail("embedding_bag_max", "the operands are on different devices");
+  ops_detail::cpu_only("embedding_bag_max", weight.device());
+  // The kernel trusts the bags and rows: checked here, on the host (they are small).
+  const std::vector<int64_t> r = rows.to_vector<int64_t>(), st = starts.to_vector<int64_t>();
+  const int64_t V = weight.shape()[0], K = int64_t(r.size());
+  if (st.front() != 0 || st.back() != K)
+    fail("embedding_bag_max", "starts must run from 0 to the {} rows, not {} to {}", K, st.front(), st.back());
+  for (size_t b = 1; b < st.size(); ++b)
+    if (st[b] < st[b - 1]) fail("embedding_bag_max", "starts decrease at bag {}: {} then {}", b - 1, st[b - 1], st[b]);
+  for (size_t p = 0; p < r.size(); ++p)
+    if (r[p] < 0 || r[p] >= V) fail("embedding_bag_max", "row {} (position {}) is out of range for {} rows", r[p], p, V);
+  const int64_t B = starts.shape()[0] - 1, D = weight.shape()[1];
+  Tensor out = runtime::allocate({B, D}, DType::f32, weight.device());
+  Tensor argmax = runtime::allocate({B, D}, DType::i64, weight.device());
+  if (out.numel() == 0) return {out, argmax};
+  Tensor w = weight.strides()[1] == 1 ? weight : weight.contiguous();
+  Tensor rc = rows.contiguous(), sc = starts.contiguous();
+  runtime::launch(out.device(), cpu_kernels::embedding_bag_max_spec(out, argmax, w, rc, sc), {&w, &rc, &sc},
+                  {&out, &argmax});
+  return {out, argmax};
 }
 
 }  // namespace opscope

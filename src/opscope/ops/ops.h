@@ -186,5 +186,10 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Size2 kernel,
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 // Rows of `weight` (V, D) picked by integer `indices` (any shape) → indices.shape + (D).
 Tensor embedding(const Tensor& weight, const Tensor& indices);
+// nn.EmbeddingBag's max mode: bag b is the rows rows[starts[b] .. starts[b + 1]) of the f32
+// weight (V, D); returns (out (B, D) f32, argmax (B, D) i64): each column's maximum over
+// the bag and the row that first reached it (0 and 0 for an empty bag), as torch's CPU
+// kernel. rows (K) and starts (B + 1, from 0 to K, non-decreasing) are i64.
+std::pair<Tensor, Tensor> embedding_bag_max(const Tensor& weight, const Tensor& rows, const Tensor& starts);
 
 }  // namespace opscope

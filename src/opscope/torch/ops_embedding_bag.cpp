@@ -1,12 +1,14 @@
 // nn.EmbeddingBag's ops, aten::_embedding_bag_forward_only and aten::_embedding_bag (torch
 // 1.13 takes the second whenever the weight requires grad, as a module's does, even under
-// no_grad), in sum and mean modes (recommendation models' sparse features): the bags' rows gathered (index_select), weighted
-// per sample, and added into their bag with one accumulating index_put_; mean divides by
-// the bag's count. The indices and offsets are read on the host (torch's kernel reads them
-// on the CPU too). Its three side outputs follow torch 1.13's CPU kernel, which backward
-// would read: offset2bag (empty for sum without padding_idx), bag_size (the counts for mean,
-// zeros for sum) and max_indices (bag_size again for mean, zeros for sum).
-// Anything else (max mode, include_last_offset, other dtypes, bad offsets or indices: torch's
+// no_grad), in sum, mean and max modes (recommendation models' sparse features). Sum and
+// mean: the bags' rows gathered (index_select), weighted per sample, and added into their
+// bag with one accumulating index_put_; mean divides by the bag's count. Max: one kernel per
+// bag (embedding_bag_max), each column's maximum and the row that reached it. The indices
+// and offsets are read on the host (torch's kernel reads them on the CPU too). Its three
+// side outputs follow torch 1.13's CPU kernel, which backward would read: offset2bag (empty
+// for sum without padding_idx), bag_size (the counts for mean and max, zeros for sum) and
+// max_indices (the rows for max, bag_size again for mean, zeros for sum).
+// Anything else (include_last_offset, other dtypes, bad offsets or indices: torch's
 // errors) takes torch's kernel.
 #include <vector>
 
@@ -47,7 +49,7 @@ void embedding_bag_kernel(const c10::OperatorHandle& op, Stack* s) {
   const bool weighted = psw.has_value() && psw->defined();
   if (!has_kernels({&weight, &indices, &offsets}, false) || weight.scalar_type() != at::kFloat || weight.dim() != 2 ||
       indices.dim() != 1 || offsets.dim() != 1 || indices.scalar_type() != offsets.scalar_type() ||
-      (indices.scalar_type() != at::kLong && indices.scalar_type() != at::kInt) || (mode != 0 && mode != 1) ||
+      (indices.scalar_type() != at::kLong && indices.scalar_type() != at::kInt) || mode < 0 || mode > 2 ||
       c.arg(7).toBool() || (weighted && (mode != 0 || !has_kernels({&*psw}, false) ||
                                          psw->scalar_type() != at::kFloat || psw->sizes() != indices.sizes())))
     return c.fall_back();
@@ -70,6 +72,16 @@ void embedding_bag_kernel(const c10::OperatorHandle& op, Stack* s) {
         kept_bag.push_back(bag[size_t(p)]);
         ++count[size_t(bag[size_t(p)])];
       }
+    const DType side = idx.dtype();
+    if (mode == 2) {  // max: the kept rows in bag order, each bag a run of them
+      std::vector<int64_t> starts(size_t(bags) + 1, 0);
+      for (int64_t b = 0; b < bags; ++b) starts[size_t(b) + 1] = starts[size_t(b)] + count[size_t(b)];
+      auto [out, argmax] = embedding_bag_max(w, from_host_i64(kept_row, {int64_t(kept_row.size())}, &dev),
+                                             from_host_i64(starts, {bags + 1}, &dev));
+      c.ret_tuple(to_torch(out), to_torch(from_host_i64(bag, {n}, &dev).to(side)),
+                  to_torch(from_host_i64(count, {bags}, &dev).to(side)), to_torch(argmax.to(side)));
+      return;
+    }
     Tensor out = zeros({bags, dim}, DType::f32, &dev);
     if (!kept.empty()) {
       const int64_t k = int64_t(kept.size());
@@ -79,7 +91,6 @@ void embedding_bag_kernel(const c10::OperatorHandle& op, Stack* s) {
             picked, index_select(from_torch(*psw, c.name()), 0, from_host_i64(kept, {k}, &dev)).unsqueeze(1));
       index_put_(out, {from_host_i64(kept_bag, {k}, &dev)}, picked, /*accumulate=*/true);
     }
-    const DType side = idx.dtype();
     Tensor bag_size = zeros({bags}, side, &dev);
     if (mode == 1) {
       std::vector<float> divisor(count.begin(), count.end());

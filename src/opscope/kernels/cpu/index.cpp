@@ -119,4 +119,34 @@ LaunchSpec embedding_spec(const Tensor& out, const Tensor& weight, const Tensor&
   return spec;
 }
 
+LaunchSpec embedding_bag_max_spec(const Tensor& out, const Tensor& argmax, const Tensor& weight, const Tensor& rows,
+                                  const Tensor& starts) {
+  const int64_t D = weight.shape()[1], row_stride = weight.strides()[0];
+  const float* wp = weight.data<float>();
+  const int64_t* rp = rows.data<int64_t>();
+  const int64_t* sp = starts.data<int64_t>();
+  float* op = out.data<float>();
+  int64_t* ap = argmax.data<int64_t>();
+  LaunchSpec spec;
+  spec.name = "embedding_bag_max_f32";
+  spec.work = out.shape()[0];
+  spec.grain = std::max<int64_t>(1, (int64_t(1) << 12) / std::max<int64_t>(D, 1));
+  spec.bytes = rows.numel() * D * 4 + out.nbytes() + argmax.nbytes() + rows.nbytes() + starts.nbytes();
+  spec.body = [=](int64_t b, int64_t e) {
+    for (int64_t bag = b; bag < e; ++bag) {
+      float* o = op + bag * D;
+      int64_t* a = ap + bag * D;
+      std::fill(o, o + D, 0.0f);
+      std::fill(a, a + D, int64_t(0));
+      for (int64_t p = sp[bag]; p < sp[bag + 1]; ++p) {
+        const float* w = wp + rp[p] * row_stride;
+        const bool first = p == sp[bag];
+        for (int64_t d = 0; d < D; ++d)
+          if (first || w[d] > o[d]) o[d] = w[d], a[d] = rp[p];
+      }
+    }
+  };
+  return spec;
+}
+
 }  // namespace opscope::cpu_kernels
