@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "compiler_test_util.h"
 #include "opscope/analysis/advisor/advise.h"
+#include "opscope/compiler/compile.h"
 #include "opscope/compiler/passes.h"
 #include "opscope/compiler/pipeline.h"
 #include "opscope/kernels/cpu/copy.h"
@@ -99,6 +101,34 @@ TEST(PackedWeights, PackingIsALaunchIntoTheDevicesMemory) {
   EXPECT_LT(max_rel_error(y, eager(x, w, b)), 1e-5);
   EXPECT_LT(max_rel_error(y2, eager(x, w, b)), 1e-5);
   EXPECT_GE(allocated - y.nbytes() - y2.nbytes(), 256 * 512 * 4) << "the packed weights, from the device's allocator";
+}
+
+// compile()'s first call traces the function, running it eagerly: that call sees the
+// weight, so the second packs it (a profile that warms up for two calls is steady).
+TEST(PackedWeights, ACompiledFunctionPacksOnItsSecondCall) {
+  auto f = compile([](const Tensor& x, const Tensor& w) { return matmul(x, w.transpose(0, 1)); }, "packs_second");
+  Tensor x = randn({2, 64, 256}, 1), w = randn({512, 256}, 2);
+  auto kernels_of_call = [&] {
+    prof::ProfilerConfig cfg;
+    prof::Profiler session(cfg);
+    session.start();
+    Tensor y = f(x, w);
+    cpu().synchronize();
+    session.stop();
+    std::vector<std::string> names;
+    for (const auto& e : session.trace().events)
+      if (e.kind == prof::EventKind::launch) names.push_back(e.name);
+    EXPECT_LT(max_rel_error(y, matmul(x, w.transpose(0, 1))), 1e-5);
+    return names;
+  };
+  std::vector<std::string> first = kernels_of_call();
+  EXPECT_EQ(std::count(first.begin(), first.end(), "pack_weights_f32"), 0) << "the traced call runs eagerly";
+  EXPECT_EQ(kernels_of_call(), (std::vector<std::string>{"pack_weights_f32", "matmul_packed_f32"}));
+  EXPECT_EQ(kernels_of_call(), (std::vector<std::string>{"matmul_packed_f32"}));
+  // Written since: seen again first, packed on the call after.
+  cpu_kernels::launch_copy(w, randn({512, 256}, 3));
+  EXPECT_EQ(kernels_of_call(), (std::vector<std::string>{"matmul_f32"}));
+  EXPECT_EQ(kernels_of_call(), (std::vector<std::string>{"pack_weights_f32", "matmul_packed_f32"}));
 }
 
 // A profile that holds the packing call shows time no steady call spends: the advisor says

@@ -159,6 +159,7 @@ std::shared_ptr<Entry> build(CompiledState& st, const std::vector<Tensor>& input
   rep.traced_graph = g.str();
   rep.trace_ms = ms_since(t0);
   e->exe = compile_graph_on(std::move(g), st.opts, rep, inputs.empty() ? nullptr : &inputs[0].device());
+  if (e->exe.packed) e->exe.packed->saw(e->exe.graph, inputs);  // the traced call was the first to see them
   return e;
 }
 

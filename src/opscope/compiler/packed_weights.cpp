@@ -59,7 +59,24 @@ bool PackedWeights::Stamp::same(const Tensor& b) const {
   const Storage* st = b.storage().get();
   // A storage freed and another made at its address is not the same: the weak pointer has expired.
   return storage.lock().get() == st && st->writer == writer && st->writer_seq == writer_seq &&
-         st->host_writes.load(std::memory_order_relaxed) == host_writes && b.offset() == offset;
+         st->host_writes.load(std::memory_order_relaxed) == host_writes && (offset < 0 || b.offset() == offset);
+}
+
+void PackedWeights::saw(const Graph& g, const std::vector<Tensor>& inputs) {
+  std::lock_guard<std::mutex> lock(m_);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!weight_[i]) continue;
+    int v = g.nodes[i].inputs[1];
+    while (g.producer(v).kind == OpKind::as_strided) v = g.producer(v).inputs[0];
+    const Node& src = g.producer(v);
+    const size_t at = size_t(src.attrs.axis);
+    const Tensor* t = src.kind == OpKind::input ? (at < inputs.size() ? &inputs[at] : nullptr)
+                                                : (at < g.params.size() ? &g.params[at] : nullptr);
+    if (!t || !t->defined()) continue;
+    entries_[i].seen = Stamp::of(*t);
+    entries_[i].seen.offset = -1;
+    entries_[i].seen_once = true;
+  }
 }
 
 int PackedWeights::packed() const {

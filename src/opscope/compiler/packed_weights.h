@@ -3,6 +3,9 @@
 // the pack reused while B's bytes are unwritten, as Inductor's frozen weights are, but
 // without freezing: a B seen unwritten on two calls in a row is packed, and a B written
 // since (by a launch or by the host) runs unpacked and is packed again once it holds still.
+// The traced call, which runs the function eagerly, counts as the first: a compiled
+// model's weights are packed on its second call, so a profile that warms up for two calls
+// (torch.profiler's wait=1, warmup=1) sees the steady state.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -34,6 +37,9 @@ class PackedWeights {
   bool run(const Graph& g, size_t i, std::vector<Tensor>& vals, Device& dev);
   // How many matmuls run from packed weights now (for tests and explain).
   int packed() const;
+  // The traced call saw `inputs` (the graph's, by its input nodes): each weight read from
+  // one of them, or from a param, counts as seen there.
+  void saw(const Graph& g, const std::vector<Tensor>& inputs);
 
  private:
   // What identifies B's bytes: its storage, and the last writes to it by a launch and by the host.
@@ -41,7 +47,7 @@ class PackedWeights {
     std::weak_ptr<Storage> storage;
     const Stream* writer = nullptr;
     uint64_t writer_seq = 0, host_writes = 0;
-    int64_t offset = 0;
+    int64_t offset = 0;  // -1: any view of the storage (seen as the traced input, not as B)
     bool same(const Tensor& b) const;
     static Stamp of(const Tensor& b);
   };

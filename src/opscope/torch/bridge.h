@@ -42,6 +42,9 @@ bool has_kernels(std::initializer_list<const at::Tensor*> ts, bool floating_only
 // device tensor alive and synchronizes first. It counts as a host write of the storage
 // (Storage::host_writes): the caller may write through it.
 at::Tensor cpu_alias(const at::Tensor& t);
+// The same for a caller that only reads through it (a host copy's source): not a write, so
+// what caches these bytes (a compiled matmul's packed weight) stays valid.
+at::Tensor cpu_alias_read(const at::Tensor& t);
 // A new device tensor with the values of a CPU tensor (synchronous host copy).
 at::Tensor to_device_copy(const at::Tensor& cpu, int64_t device_index = 0);
 // Throws torch's error for tensors on two devices.

@@ -79,7 +79,7 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool /*non_bl
     }
     runtime::wait_written(from_torch(*t, "aten::copy_"));
   }
-  at::Tensor s = on_device(self) ? cpu_alias(self) : self;
+  at::Tensor s = on_device(self) ? cpu_alias_read(self) : self;
   at::Tensor d = on_device(dst) ? cpu_alias(dst) : dst;
   d.copy_(s);
   return dst;

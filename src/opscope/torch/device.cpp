@@ -141,9 +141,13 @@ at::Tensor to_torch(const Tensor& t) {
 }
 
 at::Tensor cpu_alias(const at::Tensor& t) {
-  const c10::Storage& src = t.storage();
   // The host may write through the alias: caches of these bytes must not trust them.
   storage_of(t)->host_writes.fetch_add(1, std::memory_order_relaxed);
+  return cpu_alias_read(t);
+}
+
+at::Tensor cpu_alias_read(const at::Tensor& t) {
+  const c10::Storage& src = t.storage();
   // Not owning: the caller holds the device tensor while the alias is in use.
   c10::DataPtr dp(src.data_ptr().get(), c10::Device(c10::DeviceType::CPU));
   c10::Storage st(c10::Storage::use_byte_size_t(), src.nbytes(), std::move(dp), nullptr, /*resizable=*/false);

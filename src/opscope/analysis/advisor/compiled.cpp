@@ -86,8 +86,9 @@ std::optional<Finding> packing_finding(const CompiledView& v) {
                          "graph packs a weight once it has held still for two calls, and reuses the pack while the "
                          "weight is unwritten: steady-state calls do not pay this.",
                          v.packing_launches, v.packing_launches == 1 ? "" : "es");
-  f.fix = "profile past that call to see the steady state: a model from opscope.compile packs on its third call, so "
-          "a torch.profiler schedule with wait + warmup of 3 or more steps starts after it";
+  f.fix = "profile past that call to see the steady state: a compiled model packs on its second call (the first "
+          "runs eagerly while it traces), so a torch.profiler schedule with wait + warmup of 2 or more steps starts "
+          "after it";
   f.impact_ns = double(v.packing_ns);
   f.t0 = v.packing_t0, f.t1 = std::max(v.packing_t1, v.packing_t0 + 1);
   f.evidence.push_back({"pack_weights", fmt::format("{} launches, {}", v.packing_launches,
