@@ -51,6 +51,24 @@ double max_rel_error(const Tensor& got, const Tensor& want) {
 
 Tensor eager(const Tensor& x, const Tensor& w, const Tensor& b) { return matmul(x, w.transpose(0, 1), b); }
 
+// The trace of a profile around `f` (which the device has finished at the end).
+template <class F> prof::Trace profiled(F&& f) {
+  prof::ProfilerConfig cfg;
+  prof::Profiler session(cfg);
+  session.start();
+  f();
+  cpu().synchronize();
+  session.stop();
+  return session.trace();
+}
+
+std::vector<std::string> launch_names(const prof::Trace& t) {
+  std::vector<std::string> names;
+  for (const auto& e : t.events)
+    if (e.kind == prof::EventKind::launch) names.push_back(e.name);
+  return names;
+}
+
 }  // namespace
 
 TEST(PackedWeights, AWeightIsPackedOnTheSecondCallAndGivesTheSameProduct) {
@@ -83,20 +101,16 @@ TEST(PackedWeights, PackingIsALaunchIntoTheDevicesMemory) {
   Executable exe = compile_graph(lin.g, {}, rep);
   Tensor x = randn({2, 64, 256}, 1), w = randn({512, 256}, 2), b = randn({512}, 3);
   exe.run({x, w, b});
-  prof::ProfilerConfig cfg;
-  prof::Profiler session(cfg);
-  session.start();
-  Tensor y = exe.run({x, w, b}).at(0);
-  Tensor y2 = exe.run({x, w, b}).at(0);
-  cpu().synchronize();
-  session.stop();
+  Tensor y, y2;
+  prof::Trace t = profiled([&] {
+    y = exe.run({x, w, b}).at(0);
+    y2 = exe.run({x, w, b}).at(0);
+  });
   ASSERT_EQ(exe.packed->packed(), 1);
-  std::vector<std::string> launches;
+  std::vector<std::string> launches = launch_names(t);
   int64_t allocated = 0;
-  for (const auto& e : session.trace().events) {
-    if (e.kind == prof::EventKind::launch) launches.push_back(e.name);
+  for (const auto& e : t.events)
     if (e.kind == prof::EventKind::alloc) allocated += e.bytes;
-  }
   EXPECT_EQ(launches, (std::vector<std::string>{"pack_weights_f32", "matmul_packed_f32", "matmul_packed_f32"}));
   EXPECT_LT(max_rel_error(y, eager(x, w, b)), 1e-5);
   EXPECT_LT(max_rel_error(y2, eager(x, w, b)), 1e-5);
@@ -109,15 +123,8 @@ TEST(PackedWeights, ACompiledFunctionPacksOnItsSecondCall) {
   auto f = compile([](const Tensor& x, const Tensor& w) { return matmul(x, w.transpose(0, 1)); }, "packs_second");
   Tensor x = randn({2, 64, 256}, 1), w = randn({512, 256}, 2);
   auto kernels_of_call = [&] {
-    prof::ProfilerConfig cfg;
-    prof::Profiler session(cfg);
-    session.start();
-    Tensor y = f(x, w);
-    cpu().synchronize();
-    session.stop();
-    std::vector<std::string> names;
-    for (const auto& e : session.trace().events)
-      if (e.kind == prof::EventKind::launch) names.push_back(e.name);
+    Tensor y;
+    std::vector<std::string> names = launch_names(profiled([&] { y = f(x, w); }));
     EXPECT_LT(max_rel_error(y, matmul(x, w.transpose(0, 1))), 1e-5);
     return names;
   };
@@ -140,13 +147,9 @@ TEST(PackedWeights, TheAdvisorCallsPackingAOneTimeCost) {
   Tensor x = randn({2, 64, 256}, 1), w = randn({512, 256}, 2), b = randn({512}, 3);
   exe.run({x, w, b});
   auto profile_two_calls = [&] {
-    prof::ProfilerConfig cfg;
-    prof::Profiler session(cfg);
-    session.start();
-    for (int i = 0; i < 2; ++i) exe.run({x, w, b});
-    cpu().synchronize();
-    session.stop();
-    return advisor::advise(session.trace());
+    return advisor::advise(profiled([&] {
+      for (int i = 0; i < 2; ++i) exe.run({x, w, b});
+    }));
   };
   auto packing = [](const advisor::Advice& a) {
     for (const advisor::Finding& f : a.findings)
