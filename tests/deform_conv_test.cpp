@@ -71,4 +71,10 @@ TEST(DeformConv2d, BadOperandsNameTheOp) {
   EXPECT_EQ(call(x, w, offset, {}, {}, {1, 1}, 1, 3), "[deform_conv2d] 3 offset groups do not divide x's 4 channels");
   EXPECT_TRUE(starts_with(call(x.to(DType::bf16), w, offset, {}, {}), "[deform_conv2d] every operand must have x's"));
   EXPECT_EQ(call(randn({4, 9, 8}, 1), w, offset, {}, {}), "[deform_conv2d] x has shape (4, 9, 8); it must be (N, C, H, W)");
+  // A 2-row image and a 3-row kernel, no padding, stride 2: no output row (not one, as
+  // (2 - 3) / 2 + 1 would truncate to).
+  EXPECT_EQ(error_of([&] {
+              deform_conv2d(randn({1, 4, 2, 8}, 1), w, zeros({1, 18, 1, 3}), {}, {}, {2, 2}, {0, 0}, {1, 1}, 1, 1);
+            }),
+            "[deform_conv2d] x (1, 4, 2, 8) padded by (0, 0) is smaller than the 3x3 kernel dilated by (1, 1)");
 }

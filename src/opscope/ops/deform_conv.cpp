@@ -58,11 +58,14 @@ Tensor deform_conv2d(const Tensor& x, const Tensor& weight, const Tensor& offset
          "a multiple of groups", weight.shape().str(), groups, C);
   if (offset_groups < 1 || C % offset_groups != 0)
     fail(kOp, "{} offset groups do not divide x's {} channels", offset_groups, C);
-  const int64_t OH = (H + 2 * padding[0] - dilation[0] * (KH - 1) - 1) / stride[0] + 1;
-  const int64_t OW = (W + 2 * padding[1] - dilation[1] * (KW - 1) - 1) / stride[1] + 1;
-  if (OH < 1 || OW < 1)
-    fail(kOp, "the output would be {}x{}: x {} is smaller than the dilated kernel after padding", OH, OW,
-         x.shape().str());
+  // The padded input's reach past the dilated kernel: negative when the kernel does not fit
+  // (divided first, -1 / 2 would truncate to an output of one row).
+  const int64_t reach_h = H + 2 * padding[0] - dilation[0] * (KH - 1) - 1;
+  const int64_t reach_w = W + 2 * padding[1] - dilation[1] * (KW - 1) - 1;
+  if (reach_h < 0 || reach_w < 0)
+    fail(kOp, "x {} padded by ({}, {}) is smaller than the {}x{} kernel dilated by ({}, {})", x.shape().str(),
+         padding[0], padding[1], KH, KW, dilation[0], dilation[1]);
+  const int64_t OH = reach_h / stride[0] + 1, OW = reach_w / stride[1] + 1;
   check_shape("offset", offset, {N, 2 * offset_groups * KH * KW, OH, OW});
   if (mask.defined()) check_shape("mask", mask, {N, offset_groups * KH * KW, OH, OW});
   if (bias.defined() && (bias.ndim() != 1 || bias.shape()[0] != OC))
