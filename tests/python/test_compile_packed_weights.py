@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import opscope
-from opscope.profiler import Config, profile
+from opscope.profiler import Config, profile, schedule
 
 
 def launches(fn, tmp_path):
@@ -98,3 +98,22 @@ def test_a_bf16_linear_is_packed_with_its_bias_and_activation(dev, tmp_path, act
         assert model == [f"matmul_packed{suffix}_bf16"], f"the bias and the activation run in the matmul's launch: {names}"
         torch.testing.assert_close(got, exact.to(torch.bfloat16).float(), rtol=8e-3, atol=1e-5)  # an ulp of bf16
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+
+
+def test_the_usual_profiler_schedule_sees_only_steady_steps(dev, tmp_path):
+    # torch.profiler's schedule(wait=1, warmup=1, active=2) from a compiled model's first
+    # call: the first traces, the second packs (inside warmup), the profiled two only run
+    # the packed matmul.
+    torch.manual_seed(3)
+    f = opscope.compile(nn.Sequential(nn.Linear(256, 512), nn.ReLU()).eval().to(dev))
+    x = torch.randn(128, 256).to(dev)
+    with torch.no_grad(), profile(experimental_config=Config(output_dir=str(tmp_path)),
+                                  schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+        for _ in range(4):
+            f(x)
+            opscope.synchronize()
+            prof.step()
+    assert prof.windows == [(2, 3)]
+    launches = [e[1] for e in prof.events() if e[0] == "launch"]
+    assert launches.count("matmul_packed_relu_f32") == 2, launches
+    assert "pack_weights_f32" not in launches, launches
