@@ -40,6 +40,31 @@ Sample sample_at(float y, float x, int64_t h, int64_t w) {
   return s;
 }
 
+// The samples of a region's bins, bin after bin (row-major), gh x gw in each: torchvision's
+// grid, each sample at the middle of its cell. (y1, x1): the region's corner; bh x bw: a bin.
+void bin_samples(std::vector<Sample>& samples, float y1, float x1, float bh, float bw, int64_t ph, int64_t pw,
+                 int64_t gh, int64_t gw, int64_t h, int64_t w) {
+  samples.clear();
+  for (int64_t oy = 0; oy < ph; ++oy)
+    for (int64_t ox = 0; ox < pw; ++ox)
+      for (int64_t iy = 0; iy < gh; ++iy) {
+        float y = y1 + float(oy) * bh + (float(iy) + 0.5f) * bh / float(gh);
+        for (int64_t ix = 0; ix < gw; ++ix) {
+          float xx = x1 + float(ox) * bw + (float(ix) + 0.5f) * bw / float(gw);
+          samples.push_back(sample_at(y, xx, h, w));
+        }
+      }
+}
+
+// The sum of n samples' bilinear values over one plane.
+float sample_sum(const Sample* s, int64_t n, const float* plane) {
+  float v = 0;
+  for (int64_t t = 0; t < n; ++t)
+    v += s[t].w[0] * plane[s[t].pos[0]] + s[t].w[1] * plane[s[t].pos[1]] + s[t].w[2] * plane[s[t].pos[2]] +
+         s[t].w[3] * plane[s[t].pos[3]];
+  return v;
+}
+
 }  // namespace
 
 LaunchSpec nms_spec(const Tensor& keep, const Tensor& kept, const Tensor& boxes, const Tensor& scores,
@@ -110,28 +135,13 @@ LaunchSpec roi_align_spec(const Tensor& out, const Tensor& x, const Tensor& rois
       int64_t gh = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rh / float(ph)));
       int64_t gw = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rw / float(pw)));
       float count = float(std::max<int64_t>(gh * gw, 1));
-      samples.clear();
-      for (int64_t oy = 0; oy < ph; ++oy)
-        for (int64_t ox = 0; ox < pw; ++ox)
-          for (int64_t iy = 0; iy < gh; ++iy) {
-            float y = y1 + float(oy) * bh + (float(iy) + 0.5f) * bh / float(gh);
-            for (int64_t ix = 0; ix < gw; ++ix) {
-              float xx = x1 + float(ox) * bw + (float(ix) + 0.5f) * bw / float(gw);
-              samples.push_back(sample_at(y, xx, H, W));
-            }
-          }
+      bin_samples(samples, y1, x1, bh, bw, ph, pw, gh, gw, H, W);
       const int64_t per_bin = gh * gw;
       for (int64_t c = 0; c < C; ++c) {
         const float* plane = xp + (batch * C + c) * H * W;
         float* o = op + (k * C + c) * ph * pw;
-        for (int64_t bin = 0; bin < ph * pw; ++bin) {
-          float v = 0;
-          for (int64_t t = 0; t < per_bin; ++t) {
-            const Sample& s = samples[size_t(bin * per_bin + t)];
-            v += s.w[0] * plane[s.pos[0]] + s.w[1] * plane[s.pos[1]] + s.w[2] * plane[s.pos[2]] + s.w[3] * plane[s.pos[3]];
-          }
-          o[bin] = v / count;
-        }
+        for (int64_t bin = 0; bin < ph * pw; ++bin)
+          o[bin] = sample_sum(samples.data() + bin * per_bin, per_bin, plane) / count;
       }
     }
   };
@@ -200,6 +210,7 @@ LaunchSpec ps_roi_align_spec(const Tensor& out, const Tensor& channels, const Te
   int32_t* cp = channels.data<int32_t>();
   const float ss = float(p.spatial_scale);
   spec.body = [=](int64_t b, int64_t e) {
+    std::vector<Sample> samples;
     for (int64_t k = b; k < e; ++k) {
       const float* r = rp + 5 * k;
       int64_t batch = int64_t(r[0]);
@@ -212,25 +223,15 @@ LaunchSpec ps_roi_align_spec(const Tensor& out, const Tensor& channels, const Te
       const int64_t gh = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rh / float(ph)));
       const int64_t gw = p.sampling_ratio > 0 ? p.sampling_ratio : int64_t(std::ceil(rw / float(pw)));
       const float count = float(gh * gw);
+      // The same grid in every output channel: bin (oy, ox) of channel c reads input
+      // channel (c * ph + oy) * pw + ox.
+      bin_samples(samples, y1, x1, bh, bw, ph, pw, gh, gw, H, W);
       for (int64_t c = 0; c < C_out; ++c)
-        for (int64_t oy = 0; oy < ph; ++oy)
-          for (int64_t ox = 0; ox < pw; ++ox) {
-            const int64_t c_in = (c * ph + oy) * pw + ox;
-            const float* plane = xp + (batch * C + c_in) * H * W;
-            float sum = 0;
-            for (int64_t iy = 0; iy < gh; ++iy) {
-              const float y = float(oy) * bh + y1 + (float(iy) + 0.5f) * bh / float(gh);
-              for (int64_t ix = 0; ix < gw; ++ix) {
-                const float xx = float(ox) * bw + x1 + (float(ix) + 0.5f) * bw / float(gw);
-                const Sample s = sample_at(y, xx, H, W);
-                sum += s.w[0] * plane[s.pos[0]] + s.w[1] * plane[s.pos[1]] + s.w[2] * plane[s.pos[2]] +
-                       s.w[3] * plane[s.pos[3]];
-              }
-            }
-            const int64_t o = ((k * C_out + c) * ph + oy) * pw + ox;
-            op[o] = sum / count;
-            cp[o] = int32_t(c_in);
-          }
+        for (int64_t bin = 0; bin < ph * pw; ++bin) {
+          const int64_t c_in = c * ph * pw + bin, o = (k * C_out + c) * ph * pw + bin;
+          op[o] = sample_sum(samples.data() + bin * gh * gw, gh * gw, xp + (batch * C + c_in) * H * W) / count;
+          cp[o] = int32_t(c_in);
+        }
     }
   };
   return spec;
