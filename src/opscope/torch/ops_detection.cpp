@@ -1,6 +1,7 @@
-// torchvision's detection ops: torchvision::nms, roi_align, roi_pool, ps_roi_align and deform_conv2d, on opscope's
-// kernels (ops/detection.h). Registered for torchvision's namespace (native_functions.cpp);
-// the schemas come from torchvision's own library when it is imported.
+// torchvision's detection ops: torchvision::nms, roi_align, roi_pool, ps_roi_align and
+// deform_conv2d, on opscope's kernels (ops/detection.h). Registered for torchvision's
+// namespace (native_functions.cpp); the schemas come from torchvision's own library when it
+// is imported.
 #include "opscope/core/error.h"
 #include "opscope/ops/detection.h"
 #include "opscope/torch/kernels.h"

@@ -417,9 +417,9 @@ void masked_select_kernel(const c10::OperatorHandle& op, Stack* s) {
 }
 
 // masked_scatter_(self, mask, source): source's elements, in order, written where the mask
-// (broadcast to self) is true, as an index_put_ at the mask's coordinates. The count of true elements is read
-// on the host (nonzero synchronizes in torch's kernel too); a source with fewer elements
-// gets torch's error. masked_scatter (functional) is torch's clone and this.
+// (broadcast to self) is true, as an index_put_ at the mask's coordinates. The count of true
+// elements is read on the host (nonzero synchronizes in torch's kernel too); a source with
+// fewer elements gets torch's error. masked_scatter (functional) is torch's clone and this.
 void masked_scatter_kernel(const c10::OperatorHandle& op, Stack* s) {
   Call c(op, s);
   if (meta_mode()) return c.fall_back();
