@@ -4,6 +4,7 @@ log_softmax, and torchvision's nms, roi_align, roi_pool and ps_roi_align. Each r
 import pytest
 import torch
 import torch.nn.functional as F
+import torchvision  # registers torch.ops.torchvision; a test dependency (scripts/setup.sh)
 
 import opscope
 from conftest import assert_close, native, rand
@@ -88,7 +89,6 @@ def test_log_softmax():
 
 
 def test_nms_matches_torchvision():
-    torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
     xy = torch.rand(60, 2) * 50
     boxes = torch.cat([xy, xy + torch.rand(60, 2) * 30 + 1], 1)
@@ -107,7 +107,6 @@ def test_nms_matches_torchvision():
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("sampling_ratio", [-1, 2])
 def test_roi_align_matches_torchvision(aligned, sampling_ratio):
-    torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
     x = torch.randn(2, 3, 16, 12)
     xy = torch.rand(7, 2) * 10 - 2  # some boxes reach outside the image
@@ -119,7 +118,6 @@ def test_roi_align_matches_torchvision(aligned, sampling_ratio):
 
 @pytest.mark.parametrize("scale", [1.0, 0.5])
 def test_roi_pool_matches_torchvision_with_its_argmax(scale):
-    torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(1)
     x = torch.randn(2, 3, 16, 12)
     x[0, 1, 3, 4] = float("nan")  # never wins a bin, as in torchvision's comparison
@@ -140,7 +138,6 @@ def test_roi_pool_matches_torchvision_with_its_argmax(scale):
 
 
 def test_roi_pool_names_a_bad_batch_index(dev):
-    torchvision = pytest.importorskip("torchvision")
     x, rois = torch.randn(2, 1, 4, 4).to(dev), torch.tensor([[5.0, 0, 0, 2, 2]]).to(dev)
     with pytest.raises(RuntimeError, match=r"\[roi_pool\] roi 0 names batch index 5 of an input with 2 images"):
         torchvision.ops.roi_pool(x, rois, (2, 2)).cpu()
@@ -148,7 +145,6 @@ def test_roi_pool_names_a_bad_batch_index(dev):
 
 @pytest.mark.parametrize("sampling_ratio", [-1, 2])
 def test_ps_roi_align_matches_torchvision_with_its_channel_mapping(sampling_ratio):
-    pytest.importorskip("torchvision")  # registers torch.ops.torchvision
     torch.manual_seed(2)
     x = torch.randn(2, 3 * 2 * 2, 16, 12)  # 3 output channels of 2 x 2 bins
     xy = torch.rand(7, 2) * 14 - 3  # some boxes reach outside the image, some are small
@@ -168,7 +164,6 @@ def test_ps_roi_align_matches_torchvision_with_its_channel_mapping(sampling_rati
 def test_region_ops_on_an_image_with_no_rows_give_zeros(dev):
     # torchvision's CPU roi_align reads before the plane here (it segfaults); on the device
     # every sample of an empty image contributes 0, and a bad batch index is still named.
-    torchvision = pytest.importorskip("torchvision")
     x, rois = torch.randn(1, 4, 0, 5).to(dev), torch.tensor([[0, 0.0, 0, 3, 3]]).to(dev)
     out, mapping = torch.ops.torchvision.ps_roi_align(x, rois, 1.0, 2, 2, -1)
     assert torch.equal(out.cpu(), torch.zeros(1, 1, 2, 2))

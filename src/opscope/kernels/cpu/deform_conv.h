@@ -1,6 +1,6 @@
 // torchvision's deformable convolution (DCN v1, and v2 with a mask) on the CPU device: the
 // im2col step, whose taps read x at learned fractional offsets. The product with the
-// weight is a matmul after it (ops/detection.cpp).
+// weight is a matmul after it (ops/deform_conv.cpp).
 #pragma once
 #include <cstdint>
 
