@@ -181,11 +181,11 @@ void Graph::compact() {
   inputs = std::move(ni);
 }
 
-bool Graph::read_from_source(int v) const {
+const Node* Graph::view_source(int v) const {
   for (;;) {
     const Node& p = producer(v);
-    if (p.kind == OpKind::input || p.kind == OpKind::param) return true;
-    if (p.kind != OpKind::as_strided) return false;
+    if (p.kind == OpKind::input || p.kind == OpKind::param) return &p;
+    if (p.kind != OpKind::as_strided) return nullptr;
     v = p.inputs[0];
   }
 }

@@ -119,9 +119,10 @@ class Graph {
           std::optional<Strides> strides = std::nullopt);
   int add_constant(double v, DType dt);
   const Node& producer(int value) const { return nodes[values[value].node]; }
-  // Whether `value` is read from an input or param through views only: a weight, when it
-  // is a matmul's B (the executor packs those, packed_weights.h).
-  bool read_from_source(int value) const;
+  // The input or param node `value` is read from through views only (as_strided), or null:
+  // a weight, when it is a matmul's B (the executor packs those, packed_weights.h).
+  const Node* view_source(int value) const;
+  bool read_from_source(int value) const { return view_source(value) != nullptr; }
   bool is_scalar_constant(int value) const {
     const Node& n = producer(value);
     return n.kind == OpKind::constant;

@@ -65,13 +65,11 @@ bool PackedWeights::Stamp::same(const Tensor& b) const {
 void PackedWeights::saw(const Graph& g, const std::vector<Tensor>& inputs) {
   std::lock_guard<std::mutex> lock(m_);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!weight_[i]) continue;
-    int v = g.nodes[i].inputs[1];
-    while (g.producer(v).kind == OpKind::as_strided) v = g.producer(v).inputs[0];
-    const Node& src = g.producer(v);
-    const size_t at = size_t(src.attrs.axis);
-    const Tensor* t = src.kind == OpKind::input ? (at < inputs.size() ? &inputs[at] : nullptr)
-                                                : (at < g.params.size() ? &g.params[at] : nullptr);
+    const Node* src = weight_[i] ? g.view_source(g.nodes[i].inputs[1]) : nullptr;
+    if (!src) continue;
+    const size_t at = size_t(src->attrs.axis);
+    const Tensor* t = src->kind == OpKind::input ? (at < inputs.size() ? &inputs[at] : nullptr)
+                                                 : (at < g.params.size() ? &g.params[at] : nullptr);
     if (!t || !t->defined()) continue;
     entries_[i].seen = Stamp::of(*t);
     entries_[i].seen.offset = -1;
