@@ -15,6 +15,7 @@
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/device.h"
 #include "test_util.h"
+#include "trace_util.h"
 
 using namespace opscope;
 using test_util::error_of;
@@ -92,15 +93,8 @@ void check_conv(const ConvCase& k, DType dt = DType::f32, uint64_t seed = 1) {
 
 // The kernels (name, bytes, flops) that `f` launched, by a profile of the call.
 template <class F> std::vector<prof::TraceEvent> kernels_of(F&& f) {
-  cpu().synchronize();
-  prof::ProfilerConfig cfg;
-  prof::Profiler session(cfg);
-  session.start();
-  f();
-  cpu().synchronize();
-  session.stop();
   std::vector<prof::TraceEvent> ks;
-  for (const auto& e : session.trace().events)
+  for (const auto& e : test::profiled(f).events)
     if (e.kind == prof::EventKind::launch) ks.push_back(e);
   return ks;
 }

@@ -19,10 +19,12 @@
 #include "opscope/profiler/session.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/tensor.h"
+#include "trace_util.h"
 
 using namespace opscope;
 using namespace opscope::compiler;
 using namespace opscope::compiler::testing;
+using opscope::test::profiled;
 
 namespace {
 
@@ -50,17 +52,6 @@ double max_rel_error(const Tensor& got, const Tensor& want) {
 }
 
 Tensor eager(const Tensor& x, const Tensor& w, const Tensor& b) { return matmul(x, w.transpose(0, 1), b); }
-
-// The trace of a profile around `f` (which the device has finished at the end).
-template <class F> prof::Trace profiled(F&& f) {
-  prof::ProfilerConfig cfg;
-  prof::Profiler session(cfg);
-  session.start();
-  f();
-  cpu().synchronize();
-  session.stop();
-  return session.trace();
-}
 
 std::vector<std::string> launch_names(const prof::Trace& t) {
   std::vector<std::string> names;

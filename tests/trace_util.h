@@ -6,7 +6,9 @@
 #include <string>
 
 #include "opscope/analysis/key_averages.h"
+#include "opscope/profiler/session.h"
 #include "opscope/profiler/trace.h"
+#include "opscope/runtime/device.h"
 
 namespace opscope::test {
 
@@ -47,6 +49,19 @@ inline const analysis::KeyAverage& row(const analysis::KeyAverages& ka, const st
   static analysis::KeyAverage none;
   ADD_FAILURE() << "no row " << name;
   return none;
+}
+
+// The trace of a profile around f(): the device finishes what came before it first, and
+// what f launched before the profile stops.
+template <class F> prof::Trace profiled(F&& f) {
+  cpu().synchronize();
+  prof::ProfilerConfig cfg;
+  prof::Profiler session(cfg);
+  session.start();
+  f();
+  cpu().synchronize();
+  session.stop();
+  return session.trace();
 }
 
 }  // namespace opscope::test
