@@ -43,7 +43,8 @@ struct CompileOptions {
   std::string cxx;               // compiler command; default $CXX, else c++/g++/clang++
   // -g1: line tables only, so an instruction sample in a compiled kernel names its line of
   // the generated source (the instructions layer; the code is the same with or without).
-  std::vector<std::string> cxx_flags = {"-O3", "-march=native", "-fno-math-errno", "-g1"};
+  // -fno-trapping-math: as for the CPU kernels (CMakeLists.txt), so the math vectorizes on AVX2.
+  std::vector<std::string> cxx_flags = {"-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-g1"};
 };
 
 // What one input signature compiled into.
