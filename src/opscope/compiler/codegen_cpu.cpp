@@ -83,6 +83,8 @@ static inline void ofs_sfence() {
 // holding one takes bf16_st.
 typedef float ofs_f16v __attribute__((vector_size(64)));
 typedef short ofs_h16v __attribute__((vector_size(32)));
+typedef float ofs_f8v __attribute__((vector_size(32)));
+typedef short ofs_h8v __attribute__((vector_size(16)));
 // Out of line: inlined, GCC lays its scalar loop inside the hot loop.
 static __attribute__((noinline, cold)) void bf16_st16_bits(u16* d, const float* s) {
   for (int l = 0; l < 16; ++l) d[l] = bf16_st(s[l]);
@@ -105,6 +107,13 @@ static inline void f16_st16(u16* d, const float* s) {
   __builtin_memcpy(&v, s, 64);
   ofs_h16v h = __builtin_ia32_vcvtps2ph512_mask(v, 0, (ofs_h16v){0}, (unsigned short)0xffff);
   __builtin_memcpy(d, &h, 32);
+#elif defined(__F16C__) && !defined(__clang__)
+  for (int k = 0; k < 2; ++k) {  // F16C's 8-wide convert, the AVX2 CPUs' (half_rows.h)
+    ofs_f8v v;
+    __builtin_memcpy(&v, s + 8 * k, 32);
+    ofs_h8v h = __builtin_ia32_vcvtps2ph256(v, 0);
+    __builtin_memcpy(d + 8 * k, &h, 16);
+  }
 #else
   for (int l = 0; l < 16; ++l) d[l] = f16_st(s[l]);
 #endif
