@@ -20,18 +20,21 @@ namespace {
 constexpr int64_t kMinElemsPerCore = int64_t(1) << 14;
 constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an outer axis
 
-// ---- e^x, 16 lanes at a time: Cephes' expf as ofs_exp (vec_math.inc) computes it, 2^n *
-// e^r with n = round(x / ln2) and |r| <= ln2/2, about 1 ulp. Under AVX-512 the rounding,
-// the scaling by 2^n and the clamps are one instruction each (roundscale, scalef, max,
-// min) where GCC 12 makes two to four of each from the portable form below them ----
-[[gnu::always_inline]] inline f32x16 splat16(float v) { return f32x16{} + v; }
+// ---- e^x, a register of lanes at a time (f32v, half_rows.h): Cephes' expf as ofs_exp
+// (vec_math.inc) computes it, 2^n * e^r with n = round(x / ln2) and |r| <= ln2/2, about 1
+// ulp. The rounding and the clamps are one instruction each under AVX (round, max, min),
+// and so is the scaling by 2^n under AVX-512 (scalef), where GCC 12 makes two to four of
+// each from the portable forms ----
+[[gnu::always_inline]] inline f32v splat(float v) { return f32v{} + v; }
 
 // x rounded to the nearest integer (ties to even), per lane; |x| < 2^22.
-[[gnu::always_inline]] inline f32x16 round16(f32x16 x) {
+[[gnu::always_inline]] inline f32v round_lanes(f32v x) {
 #if defined(__AVX512F__)
   // maskz: GCC 12 warns of the plain intrinsics' undefined operand (also below)
-  return std::bit_cast<f32x16>(
+  return std::bit_cast<f32v>(
       _mm512_maskz_roundscale_ps(0xffff, std::bit_cast<__m512>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif defined(__AVX__)
+  return std::bit_cast<f32v>(_mm256_round_ps(std::bit_cast<__m256>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #else
   constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   return (x + kShift) - kShift;
@@ -39,90 +42,94 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 }
 
 // p * 2^n per lane, n integral in [-217, 129]: denormal and overflowing results too.
-[[gnu::always_inline]] inline f32x16 scale16(f32x16 p, f32x16 n) {
+[[gnu::always_inline]] inline f32v scale_lanes(f32v p, f32v n) {
 #if defined(__AVX512F__)
-  return std::bit_cast<f32x16>(_mm512_maskz_scalef_ps(0xffff, std::bit_cast<__m512>(p), std::bit_cast<__m512>(n)));
+  return std::bit_cast<f32v>(_mm512_maskz_scalef_ps(0xffff, std::bit_cast<__m512>(p), std::bit_cast<__m512>(n)));
 #else
-  i32x16 ni = __builtin_convertvector(n, i32x16), n1 = ni >> 1, n2 = ni - n1;  // two steps: 2^n alone may not be a float
-  return p * std::bit_cast<f32x16>((n1 + 127) << 23) * std::bit_cast<f32x16>((n2 + 127) << 23);
+  i32v ni = __builtin_convertvector(n, i32v), n1 = ni >> 1, n2 = ni - n1;  // two steps: 2^n alone may not be a float
+  return p * std::bit_cast<f32v>((n1 + 127) << 23) * std::bit_cast<f32v>((n2 + 127) << 23);
 #endif
 }
 
-// a > b ? a : b per lane, so b where either is NaN: one vmaxps under AVX-512 (GCC 12 makes
-// a compare and a blend of the ?:, on the exp's critical path).
-[[gnu::always_inline]] inline f32x16 max16(f32x16 a, f32x16 b) {
+// a > b ? a : b per lane, so b where either is NaN: one vmaxps (GCC 12 makes a compare and
+// a blend of the ?:, on the exp's critical path).
+[[gnu::always_inline]] inline f32v max_lanes(f32v a, f32v b) {
 #if defined(__AVX512F__)
-  return std::bit_cast<f32x16>(_mm512_maskz_max_ps(0xffff, std::bit_cast<__m512>(a), std::bit_cast<__m512>(b)));
+  return std::bit_cast<f32v>(_mm512_maskz_max_ps(0xffff, std::bit_cast<__m512>(a), std::bit_cast<__m512>(b)));
+#elif defined(__AVX__)
+  return std::bit_cast<f32v>(_mm256_max_ps(std::bit_cast<__m256>(a), std::bit_cast<__m256>(b)));
 #else
   return a > b ? a : b;
 #endif
 }
 
-// x clamped to [lo, hi] per lane, NaN passing: vmaxps and vminps under AVX-512.
-[[gnu::always_inline]] inline f32x16 clamp16(f32x16 x, float lo, float hi) {
-  x = max16(splat16(lo), x);
+// x clamped to [lo, hi] per lane, NaN passing: vmaxps and vminps.
+[[gnu::always_inline]] inline f32v clamp_lanes(f32v x, float lo, float hi) {
+  x = max_lanes(splat(lo), x);
 #if defined(__AVX512F__)
-  return std::bit_cast<f32x16>(_mm512_maskz_min_ps(0xffff, _mm512_set1_ps(hi), std::bit_cast<__m512>(x)));
+  return std::bit_cast<f32v>(_mm512_maskz_min_ps(0xffff, _mm512_set1_ps(hi), std::bit_cast<__m512>(x)));
+#elif defined(__AVX__)
+  return std::bit_cast<f32v>(_mm256_min_ps(_mm256_set1_ps(hi), std::bit_cast<__m256>(x)));
 #else
-  return hi < x ? splat16(hi) : x;
+  return hi < x ? splat(hi) : x;
 #endif
 }
 
 // e^x per lane: e^-inf = 0, e^x = inf above 88.7, NaN stays NaN, denormal results below
 // -87.3.
-[[gnu::always_inline]] inline f32x16 exp16(f32x16 x) {
-  x = clamp16(x, -150.0f, 89.0f);
-  f32x16 n = round16(x * 1.44269504088896341f);
-  f32x16 r = x - n * 0.693359375f;
+[[gnu::always_inline]] inline f32v exp_lanes(f32v x) {
+  x = clamp_lanes(x, -150.0f, 89.0f);
+  f32v n = round_lanes(x * 1.44269504088896341f);
+  f32v r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  f32x16 p = splat16(1.9875691500e-4f);
+  f32v p = splat(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  return scale16(p, n);
+  return scale_lanes(p, n);
 }
 
 // e^(x - m) per lane for a softmax whose output is bf16 or f16, to 3e-6 relative: far inside
-// half an ulp of either (2e-3, 2.4e-4), in about half the instructions of exp16. As 2^y with
-// y = (x - m) log2(e), 2^n * p(y - n), p a degree-4 fit of 2^f on [-0.5, 0.5]. y is at most
-// 0 (m is the row's max); -inf and y below -150 give 0, NaN stays NaN.
-[[gnu::always_inline]] inline f32x16 exp_shifted16_for_half(f32x16 x, float m) {
+// half an ulp of either (2e-3, 2.4e-4), in about half the instructions of exp_lanes. As
+// 2^y with y = (x - m) log2(e), 2^n * p(y - n), p a degree-4 fit of 2^f on [-0.5, 0.5]. y is
+// at most 0 (m is the row's max); -inf and y below -150 give 0, NaN stays NaN.
+[[gnu::always_inline]] inline f32v exp_shifted_for_half(f32v x, float m) {
 #if defined(__AVX512DQ__)
   // f = y - round(y) in one vreduceps, which gives 0 for y = -inf: n = y - f is then -inf,
   // and scalef's 2^-inf is 0 with no clamp (below -150, 2^n underflows to 0 as well).
-  f32x16 y = (x - m) * 1.44269504088896341f;
-  f32x16 f = std::bit_cast<f32x16>(
+  f32v y = (x - m) * 1.44269504088896341f;
+  f32v f = std::bit_cast<f32v>(
       _mm512_maskz_reduce_ps(0xffff, std::bit_cast<__m512>(y), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  f32x16 n = y - f;
+  f32v n = y - f;
 #else
-  f32x16 y = max16(splat16(-150.0f), (x - m) * 1.44269504088896341f);  // NaN passes
-  f32x16 n = round16(y), f = y - n;
+  f32v y = max_lanes(splat(-150.0f), (x - m) * 1.44269504088896341f);  // NaN passes
+  f32v n = round_lanes(y), f = y - n;
 #endif
-  f32x16 p = splat16(9.57000907510519e-3f);
+  f32v p = splat(9.57000907510519e-3f);
   p = p * f + 5.591786280274391e-2f;
   p = p * f + 2.402474731206894e-1f;
   p = p * f + 6.931217908859253e-1f;
   p = p * f + 9.999992847442627e-1f;
-  return scale16(p, n);
+  return scale_lanes(p, n);
 }
 
 // e^(x - m) per lane, as precise as T's softmax needs.
-template <class T> [[gnu::always_inline]] inline f32x16 exp_shifted16(f32x16 x, float m) {
-  if constexpr (std::is_same_v<T, float>) return exp16(x - m);
-  else return exp_shifted16_for_half(x, m);
+template <class T> [[gnu::always_inline]] inline f32v exp_shifted(f32v x, float m) {
+  if constexpr (std::is_same_v<T, float>) return exp_lanes(x - m);
+  else return exp_shifted_for_half(x, m);
 }
 
-// y[i] = g(the lanes of each source row at i) for i < n: 16 lanes at a time in f32, each
+// y[i] = g(the lanes of each source row at i) for i < n: kVecLanes at a time in f32, each
 // source read as f32 and the result stored as T (half_rows.h), streamed when asked; the
-// tail as one more 16 lanes, padded.
+// tail as one more vector, padded.
 template <class T, class G, class... S> inline void map_row(T* y, int64_t n, bool stream, G&& g, const S*... src) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) store_f32x16(y + i, g(load_f32x16(src + i)...), stream);
+  for (; i + kVecLanes <= n; i += kVecLanes) store_f32v(y + i, g(load_f32v(src + i)...), stream);
   if (i == n) return;
-  f32x16 v = g(load_f32x16_tail(src + i, n - i, 0.0f)...);
+  f32v v = g(load_f32v_tail(src + i, n - i, 0.0f)...);
   for (int64_t j = 0; i + j < n; ++j) y[i + j] = from_f32<T>(v[j]);
 }
 
@@ -139,30 +146,31 @@ template <class T> [[gnu::always_inline]] inline void prefetch_l2(const T* p) {
 }
 
 // t[i] = e^(x[i] - m), as precise as a softmax into E needs, returning their sum. The tail
-// is 16 lanes padded with -inf (e^-inf adds 0). `next`: a row of n to prefetch meanwhile, or
+// is one vector padded with -inf (e^-inf adds 0). `next`: a row of n to prefetch meanwhile, or
 // null.
 template <class E, class T, class N>
 inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* next) {
-  f32x16 a0 = {}, a1 = {};
+  constexpr int64_t V = kVecLanes;
+  f32v a0 = {}, a1 = {};
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    if (next) {  // the 32 elements' lines (two f32 lines, one of halves)
+  for (; i + 2 * V <= n; i += 2 * V) {
+    if (next) {  // the 2V elements' lines (two f32 lines of 16 lanes, one of halves)
       prefetch_l2(next + i);
-      prefetch_l2(next + i + 16);
+      prefetch_l2(next + i + V);
     }
-    f32x16 e0 = exp_shifted16<E>(load_f32x16(x + i), m), e1 = exp_shifted16<E>(load_f32x16(x + i + 16), m);
-    store_f32x16(t + i, e0, false);
-    store_f32x16(t + i + 16, e1, false);
+    f32v e0 = exp_shifted<E>(load_f32v(x + i), m), e1 = exp_shifted<E>(load_f32v(x + i + V), m);
+    store_f32v(t + i, e0, false);
+    store_f32v(t + i + V, e1, false);
     a0 += e0;
     a1 += e1;
   }
-  for (; i < n; i += 16) {
-    int64_t k = std::min<int64_t>(16, n - i);
-    f32x16 e = exp_shifted16<E>(load_f32x16_tail(x + i, k, -INFINITY), m);
+  for (; i < n; i += V) {
+    int64_t k = std::min<int64_t>(V, n - i);
+    f32v e = exp_shifted<E>(load_f32v_tail(x + i, k, -INFINITY), m);
     std::memcpy(t + i, &e, size_t(k) * sizeof(float));
     a0 += e;
   }
-  return fold_lanes(a0 + a1, [](f32x16 a, f32x16 b) { return a + b; });
+  return fold_lanes(a0 + a1, [](f32v a, f32v b) { return a + b; });
 }
 
 // The row's max for its softmax. NaN is not tracked: a NaN in the row makes its e^, their
@@ -171,21 +179,22 @@ inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* 
 // With kKeep (bf16, f16), the row converted to f32 is stored there as well: the exp pass
 // then loads f32 lanes from L1 instead of converting the halves a second time.
 template <class T, bool kKeep = false> float softmax_row_max(const T* x, int64_t n, float* keep = nullptr) {
-  auto max_of = [](f32x16 a, f32x16 b) { return max16(a, b); };  // the running max b where a is NaN
-  f32x16 m0 = f32x16{} - INFINITY, m1 = m0;
+  auto max_of = [](f32v a, f32v b) { return max_lanes(a, b); };  // the running max b where a is NaN
+  constexpr int64_t V = kVecLanes;
+  f32v m0 = f32v{} - INFINITY, m1 = m0;
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    f32x16 v0 = load_f32x16(x + i), v1 = load_f32x16(x + i + 16);
+  for (; i + 2 * V <= n; i += 2 * V) {
+    f32v v0 = load_f32v(x + i), v1 = load_f32v(x + i + V);
     if constexpr (kKeep) {
-      store_f32x16(keep + i, v0, false);
-      store_f32x16(keep + i + 16, v1, false);
+      store_f32v(keep + i, v0, false);
+      store_f32v(keep + i + V, v1, false);
     }
     m0 = max_of(v0, m0);
     m1 = max_of(v1, m1);
   }
-  for (; i < n; i += 16) {
-    int64_t k = std::min<int64_t>(16, n - i);
-    f32x16 v = load_f32x16_tail(x + i, k, -INFINITY);
+  for (; i < n; i += V) {
+    int64_t k = std::min<int64_t>(V, n - i);
+    f32v v = load_f32v_tail(x + i, k, -INFINITY);
     if constexpr (kKeep) std::memcpy(keep + i, &v, size_t(k) * sizeof(float));
     m0 = max_of(v, m0);
   }
@@ -205,7 +214,7 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
       sum = exp_shifted_row<T>(static_cast<const float*>(t), t, n, m, next);
     }
     float inv = 1.0f / sum;
-    map_row(y + r * n, n, stream, [inv](f32x16 v) { return v * inv; }, t);
+    map_row(y + r * n, n, stream, [inv](f32v v) { return v * inv; }, t);
   }
   end_stream(stream);
 }
@@ -216,7 +225,7 @@ void softmax_rows_inplace(float* x, int64_t rows, int64_t n, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {
     float* xr = x + r * ld;  // e^(x - max) written over x: each lane is loaded before it is stored
     float inv = 1.0f / exp_shifted_row<float>(xr, xr, n, softmax_row_max(xr, n), r + 1 < rows ? xr + ld : nullptr);
-    map_row(xr, n, false, [inv](f32x16 v) { return v * inv; }, xr);
+    map_row(xr, n, false, [inv](f32v v) { return v * inv; }, xr);
   }
 }
 
@@ -244,8 +253,8 @@ void rms_norm_rows(const T* x, const T* w, T* y, int64_t b, int64_t e, int64_t n
   for (int64_t r = b; r < e; ++r) {
     const T* xr = x + r * n;
     float inv = 1.0f / std::sqrt(row_sumsq(xr, n) / float(n) + eps);
-    if constexpr (kWeight) map_row(y + r * n, n, stream, [inv](f32x16 v, f32x16 g) { return v * inv * g; }, xr, w);
-    else map_row(y + r * n, n, stream, [inv](f32x16 v) { return v * inv; }, xr);
+    if constexpr (kWeight) map_row(y + r * n, n, stream, [inv](f32v v, f32v g) { return v * inv * g; }, xr, w);
+    else map_row(y + r * n, n, stream, [inv](f32v v) { return v * inv; }, xr);
   }
   end_stream(stream);
 }
@@ -259,11 +268,11 @@ void layer_norm_rows(const T* x, const T* w, const T* bias, T* y, int64_t b, int
     T* yr = y + r * n;
     float mu = row_sum<float>(xr, n) / float(n);
     float inv = 1.0f / std::sqrt(row_sqdev(xr, n, mu) / float(n) + eps);
-    auto norm = [mu, inv](f32x16 v) { return (v - mu) * inv; };
+    auto norm = [mu, inv](f32v v) { return (v - mu) * inv; };
     if constexpr (kWeight && kBias)
-      map_row(yr, n, stream, [norm](f32x16 v, f32x16 g, f32x16 c) { return norm(v) * g + c; }, xr, w, bias);
-    else if constexpr (kWeight) map_row(yr, n, stream, [norm](f32x16 v, f32x16 g) { return norm(v) * g; }, xr, w);
-    else if constexpr (kBias) map_row(yr, n, stream, [norm](f32x16 v, f32x16 c) { return norm(v) + c; }, xr, bias);
+      map_row(yr, n, stream, [norm](f32v v, f32v g, f32v c) { return norm(v) * g + c; }, xr, w, bias);
+    else if constexpr (kWeight) map_row(yr, n, stream, [norm](f32v v, f32v g) { return norm(v) * g; }, xr, w);
+    else if constexpr (kBias) map_row(yr, n, stream, [norm](f32v v, f32v c) { return norm(v) + c; }, xr, bias);
     else map_row(yr, n, stream, norm, xr);
   }
   end_stream(stream);

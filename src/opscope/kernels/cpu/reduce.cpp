@@ -58,13 +58,13 @@ template <class T> inline int64_t row_argmax(const T* x, int64_t n) {
       if (load_as<Acc>(x[i]) != load_as<Acc>(x[i])) return i;
   }
   int64_t i = 0;
-  if constexpr (kFloatRow<T>) {  // 16 at a time: the search is as long as the max's pass
-    for (; i + 16 <= n; i += 16) {
-      auto hit = load_f32x16(x + i) == m;
+  if constexpr (kFloatRow<T>) {  // a vector at a time: the search is as long as the max's pass
+    for (; i + kVecLanes <= n; i += kVecLanes) {
+      auto hit = load_f32v(x + i) == m;
       int any = 0;
-      for (int j = 0; j < 16; ++j) any |= hit[j];
+      for (int j = 0; j < kVecLanes; ++j) any |= hit[j];
       if (any)
-        for (int j = 0; j < 16; ++j)
+        for (int j = 0; j < kVecLanes; ++j)
           if (hit[j]) return i + j;
     }
   }

@@ -39,23 +39,29 @@ template <class Acc, class T> [[gnu::always_inline]] inline Acc load_as(T v) {
   else return Acc(to_f32(v));
 }
 
-// Rows of floating T (f32, bf16, f16), summed in f32: the kLanes accumulators as two
-// 16-lane vectors, f(u) added per lane. As an array, GCC 12 kept them in memory inside the
-// kernels, and each step waited on a store and a reload (32x4096 rms_norm: 19.5 us
-// against 13 us for the compiled kernel's same loop). The lanes are those of the array
-// form, summed in the same order. (f32x16 and load_f32x16: half_rows.h.)
+// Rows of floating T (f32, bf16, f16), summed in f32: the kLanes accumulators as vectors
+// (two of 16 lanes under AVX-512, four of 8 under AVX2), f(u) added per lane. As an array,
+// GCC 12 kept them in memory inside the kernels, and each step waited on a store and a
+// reload (32x4096 rms_norm: 19.5 us against 13 us for the compiled kernel's same loop).
+// The lanes are those of the array form, summed in the same order. (f32v and load_f32v:
+// half_rows.h.)
 template <class T, class F> inline float row_lanes(const T* x, int64_t n, F f) {
-  static_assert(kLanes == 32);
-  f32x16 a0 = {}, a1 = {};
+  static_assert(kLanes == 32 && kLanes % (2 * kVecLanes) == 0);
+  constexpr int64_t V = kVecLanes;
+  f32v a0 = {}, a1 = {}, a2 = {}, a3 = {};  // a2, a3: only with 8 lanes
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    a0 += f(load_f32x16(x + i));
-    a1 += f(load_f32x16(x + i + 16));
+    a0 += f(load_f32v(x + i));
+    a1 += f(load_f32v(x + i + V));
+    if constexpr (V == 8) {
+      a2 += f(load_f32v(x + i + 2 * V));
+      a3 += f(load_f32v(x + i + 3 * V));
+    }
   }
   float s = 0;
   for (; i < n; ++i) s += f(to_f32(x[i]));
-  for (int j = 0; j < 16; ++j) s += a0[j];
-  for (int j = 0; j < 16; ++j) s += a1[j];
+  for (f32v a : {a0, a1, a2, a3})
+    for (int j = 0; j < V; ++j) s += a[j];
   return s;
 }
 
@@ -119,18 +125,26 @@ template <bool kMax, class A> inline bool better(A v, A m) {
   else return v < m || v != v;
 }
 // m or v per lane, whichever is better (NaN aside: the callers track it apart).
-template <bool kMax> [[gnu::always_inline]] inline f32x16 better_of_lanes(f32x16 v, f32x16 m) {
+template <bool kMax> [[gnu::always_inline]] inline f32v better_of_lanes(f32v v, f32v m) {
   if constexpr (kMax) return v > m ? v : m;
   else return v < m ? v : m;
 }
 
-// The 16 lanes of v folded by `f` in four halvings: four dependent steps where a scan of
-// the lanes takes fifteen (a softmax row of 128 spent most of its time in such scans).
+// The lanes of v folded by `f` in halvings: four dependent steps for 16 lanes (three for
+// 8) where a scan of the lanes takes fifteen (a softmax row of 128 spent most of its time
+// in such scans).
 template <class V, class F> [[gnu::always_inline]] inline auto fold_lanes(V v, F f) {
-  v = f(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
-  v = f(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
-  v = f(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
-  v = f(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  if constexpr (sizeof(V) / sizeof(v[0]) == 16) {
+    v = f(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+    v = f(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+    v = f(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+    v = f(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  } else {
+    static_assert(sizeof(V) / sizeof(v[0]) == 8);
+    v = f(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));
+    v = f(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5));
+    v = f(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6));
+  }
   return v[0];
 }
 
@@ -139,19 +153,19 @@ template <bool kMax, class Acc, class T> inline Acc row_extreme(const T* x, int6
   if constexpr (kFloatRow<T> && std::is_same_v<Acc, float>) {
     // the lanes below, as two vectors; NaN is noted off the chains of selects, so that each
     // step waits on one compare-and-select (the max of 4096 f32 from L2: 370 -> 230 ns here)
-    f32x16 m0 = {}, m1;
+    f32v m0 = {}, m1;
     m0 += to_f32(x[0]);
     m1 = m0;
-    i32x16 nan = {};
+    i32v nan = {};
     int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-      f32x16 v0 = load_f32x16(x + i), v1 = load_f32x16(x + i + 16);
+    for (; i + 2 * kVecLanes <= n; i += 2 * kVecLanes) {
+      f32v v0 = load_f32v(x + i), v1 = load_f32v(x + i + kVecLanes);
       m0 = better_of_lanes<kMax>(v0, m0);
       m1 = better_of_lanes<kMax>(v1, m1);
       nan |= (v0 != v0) | (v1 != v1);
     }
-    float r = fold_lanes(better_of_lanes<kMax>(m1, m0), [](f32x16 a, f32x16 b) { return better_of_lanes<kMax>(b, a); });
-    if (fold_lanes(nan, [](i32x16 a, i32x16 b) { return a | b; })) r = std::numeric_limits<float>::quiet_NaN();
+    float r = fold_lanes(better_of_lanes<kMax>(m1, m0), [](f32v a, f32v b) { return better_of_lanes<kMax>(b, a); });
+    if (fold_lanes(nan, [](i32v a, i32v b) { return a | b; })) r = std::numeric_limits<float>::quiet_NaN();
     for (; i < n; ++i) {
       float v = to_f32(x[i]);
       r = better<kMax>(v, r) ? v : r;
