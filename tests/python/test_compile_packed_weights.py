@@ -75,7 +75,7 @@ def test_each_activation_in_the_matmuls_launch_equals_torch(dev, tmp_path, act, 
 
 
 @pytest.mark.parametrize("act", [None, nn.GELU(), nn.ReLU(), nn.SiLU()], ids=lambda a: type(a).__name__ if a else "none")
-def test_a_bf16_linear_is_packed_with_its_bias_and_activation(dev, tmp_path, act):
+def test_a_bf16_linear_is_packed_with_its_bias_and_activation_where_the_cpu_has_the_kernel(dev, tmp_path, act):
     torch.manual_seed(2)
     layers = [nn.Linear(256, 512)] + ([act] if act else [])
     m = nn.Sequential(*layers).eval().to(torch.bfloat16)
@@ -89,6 +89,11 @@ def test_a_bf16_linear_is_packed_with_its_bias_and_activation(dev, tmp_path, act
         f(x.to(dev))
         got, names = launches(lambda: f(x.to(dev)).float().cpu(), tmp_path)
     model = [n for n in names if not n.startswith("cast_")]  # .float() after it is the test's
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    if not opscope._C._packs_matmul(128, 256, 512, "bf16"):
+        # oneDNN has only its reference bf16 matmul here (an AVX2 CPU): the eager ops run
+        assert model[0] == "matmul_bf16" and "pack_weights_bf16" not in names, names
+        return
     assert model[0] == "pack_weights_bf16", f"the second call packs the weight, in a launch of its own: {names}"
     model = model[1:]
     if isinstance(act, nn.SiLU):  # oneDNN's bf16 silu is slower than the fused kernel after the matmul
@@ -97,7 +102,6 @@ def test_a_bf16_linear_is_packed_with_its_bias_and_activation(dev, tmp_path, act
         suffix = f"_{type(act).__name__.lower()}" if act else ""
         assert model == [f"matmul_packed{suffix}_bf16"], f"the bias and the activation run in the matmul's launch: {names}"
         torch.testing.assert_close(got, exact.to(torch.bfloat16).float(), rtol=8e-3, atol=1e-5)  # an ulp of bf16
-    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
 def test_the_usual_profiler_schedule_sees_only_steady_steps(dev, tmp_path):

@@ -21,6 +21,7 @@
 #include "opscope/compiler/compile.h"
 #include "opscope/compiler/origins.h"
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/packed_matmul.h"
 #include "opscope/ops/ops.h"
 #include "opscope/profiler/hooks.h"
 #include "opscope/torch/bridge.h"
@@ -231,6 +232,14 @@ void bind_compile(py::module_& m) {
            py::arg("floats") = std::vector<double>{}, py::arg("flag") = 0, py::arg("origin") = -1)
       .def_readonly("op", &Instr::op);
   m.def("_dtype_code", [](const std::string& name) { return int64_t(dtype_code(name)); });
+  // Whether a compiled (M, K) @ (K, N)^T product on a weight in `dtype` packs the weight on
+  // this CPU: oneDNN has a kernel for it other than its reference one (bf16: none without
+  // AVX-512). Tests ask before they expect a pack.
+  m.def("_packs_matmul", [](int64_t M, int64_t K, int64_t N, const std::string& dtype) {
+    DType dt = parse_dtype(dtype);
+    Tensor a = empty({M, K}, dt), b = empty({N, K}, dt).transpose(0, 1);
+    return cpu_kernels::PackedMatmul::make(a, b, nullptr, cpu().num_cores()) != nullptr;
+  });
 
   py::class_<CompileReport>(m, "_CompileReport")
       .def_readonly("kernels", &CompileReport::kernels)
