@@ -78,11 +78,23 @@ template <class T> inline f32v load_f32v_tail(const T* p, int64_t k, float pad) 
 
 // f32 lanes rounded to bf16 on the bits: to nearest even, NaN kept and quieted.
 [[gnu::always_inline]] inline u16v bf16_lanes_on_bits(f32v v) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  // The vector form below in AVX2's own instructions: GCC 12 makes its unsigned compare of
+  // two and narrows with a mask, a pack and a permute. Every lane ends at most 0xffff, so
+  // the signed compare and the saturating pack are exact.
+  __m256i u = std::bit_cast<__m256i>(v), hi = _mm256_srli_epi32(u, 16);
+  __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+  return std::bit_cast<u16v>(_mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+#else
   u32v u;
   std::memcpy(&u, &v, sizeof u);
   u32v rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   u32v nan = (u >> 16) | 0x40u;
   return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded, u16v);
+#endif
 }
 
 // The same; under AVX512-BF16 one vcvtneps2bf16 (the same rounding and NaN), with the bit
