@@ -1,8 +1,8 @@
-// The row conversions of kernels/cpu/half_rows.h (bf16 and f16 to and from f32, 16 lanes
-// at a time, a scalar tail): bit for bit the element conversions of dtype.h, which round
-// to nearest even as torch does, for rounding ties, denormals, infinities, NaN, a sweep
-// of f32 bit patterns, every row length around the 16-lane blocks, and streamed stores
-// to aligned and unaligned rows.
+// The row conversions of kernels/cpu/half_rows.h (bf16 and f16 to and from f32, a register
+// of lanes at a time, 16 under AVX-512 and 8 under AVX2, then a scalar tail): bit for bit
+// the element conversions of dtype.h, which round to nearest even as torch does, for
+// rounding ties, denormals, infinities, NaN, a sweep of f32 bit patterns, every row length
+// around the 8- and 16-lane blocks, and streamed stores to aligned and unaligned rows.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -68,7 +68,7 @@ template <class H> void expect_rows_match_elements(const std::vector<float>& x, 
 
 TEST(HalfRows, SpecialValuesAtEveryPositionAndRowLength) {
   std::vector<float> s = special_floats();
-  for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 47, 4097}) {
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 4097}) {
     std::vector<float> x(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) x[size_t(i)] = s[size_t(i) % s.size()];  // each value in body and tail
     expect_rows_match_elements<bf16_t>(x, "bf16");
@@ -88,7 +88,7 @@ TEST(HalfRows, Bf16RoundsToNearestEvenAsTorch) {
   std::vector<float> x = {1.00390625f /* 1 + 2^-8: tie, stays even */, 1.01171875f /* 1 + 3*2^-8: tie, up */,
                           1e-40f, -3.0e38f, 3.4e38f};
   std::vector<uint16_t> want = {0x3f80, 0x3f82, 0x0001, 0xff62, 0x7f80};
-  x.resize(17, 1.0f);  // through the 16-lane body and the tail alike
+  x.resize(17, 1.0f);  // through the vector body and the tail alike
   want.resize(17, 0x3f80);
   std::vector<float> twice = x;
   twice.insert(twice.end(), x.begin(), x.end());
