@@ -84,9 +84,9 @@ float dot_row_bf16(const bf16_t* w, const bf16_t* x, int64_t k) {
 }
 #endif
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-// The same in 8-wide registers, for AVX2 CPUs. Written with intrinsics: in GCC 12's
-// 16-wide vector types (half_rows.h) the four accumulators went through the stack every
-// iteration (bf16 weights read at 10 GB/s), and a plain loop is one scalar chain (4 GB/s).
+// The same in 8-wide registers, for AVX2 CPUs. Written with intrinsics: in GCC 12's vector
+// types of 16 floats the four accumulators went through the stack every iteration (bf16
+// weights read at 10 GB/s), and a plain loop is one scalar chain (4 GB/s).
 inline float hsum(__m256 a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));

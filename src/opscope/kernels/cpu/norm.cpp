@@ -146,15 +146,15 @@ template <class T> [[gnu::always_inline]] inline void prefetch_l2(const T* p) {
 }
 
 // t[i] = e^(x[i] - m), as precise as a softmax into E needs, returning their sum. The tail
-// is one vector padded with -inf (e^-inf adds 0). `next`: a row of n to prefetch meanwhile, or
-// null.
+// is one vector padded with -inf (e^-inf adds 0). `next`: a row of n to prefetch meanwhile,
+// or null.
 template <class E, class T, class N>
 inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* next) {
   constexpr int64_t V = kVecLanes;
   f32v a0 = {}, a1 = {};
   int64_t i = 0;
   for (; i + 2 * V <= n; i += 2 * V) {
-    if (next) {  // the 2V elements' lines (two f32 lines of 16 lanes, one of halves)
+    if (next) {  // the lines of the next row's 2V elements (up to two: f32 under AVX-512)
       prefetch_l2(next + i);
       prefetch_l2(next + i + V);
     }
