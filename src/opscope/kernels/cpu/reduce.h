@@ -60,8 +60,9 @@ template <class T, class F> inline float row_lanes(const T* x, int64_t n, F f) {
   }
   float s = 0;
   for (; i < n; ++i) s += f(to_f32(x[i]));
-  for (f32v a : {a0, a1, a2, a3})
-    for (int j = 0; j < V; ++j) s += a[j];
+  const f32v acc[4] = {a0, a1, a2, a3};
+  for (int64_t a = 0; a < kLanes / V; ++a)
+    for (int j = 0; j < V; ++j) s += acc[a][j];
   return s;
 }
 
