@@ -5,6 +5,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "opscope/kernels/cpu/half_rows.h"
+#include "opscope/kernels/cpu/reduce.h"
+
 namespace opscope::cpu_kernels {
 
 namespace {
@@ -83,46 +86,24 @@ float dot_row_bf16(const bf16_t* w, const bf16_t* x, int64_t k) {
   return hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 #endif
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-// The same in 8-wide registers, for AVX2 CPUs. Written with intrinsics: in GCC 12's vector
-// types of 16 floats the four accumulators went through the stack every iteration (bf16
-// weights read at 10 GB/s), and a plain loop is one scalar chain (4 GB/s).
-inline float hsum(__m256 a) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-template <class T> inline __m256 load8(const T* p) {
-  if constexpr (std::is_same_v<T, float>) {
-    return _mm256_loadu_ps(p);
-  } else {
-    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    if constexpr (std::is_same_v<T, bf16_t>)
-      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    else
-      return _mm256_cvtph_ps(h);
-  }
-}
-
-template <class T> float dot_row(const T* w, const float* x, int64_t k) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  int64_t i = 0;
-  for (; i + 32 <= k; i += 32) {
-    a0 = _mm256_fmadd_ps(load8(w + i), _mm256_loadu_ps(x + i), a0);
-    a1 = _mm256_fmadd_ps(load8(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
-    a2 = _mm256_fmadd_ps(load8(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
-    a3 = _mm256_fmadd_ps(load8(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
-  }
-  for (; i + 8 <= k; i += 8) a0 = _mm256_fmadd_ps(load8(w + i), _mm256_loadu_ps(x + i), a0);
-  float s = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (; i < k; ++i) s += to_f32(w[i]) * x[i];
-  return s;
-}
 #else
+// The same four chains in the row kernels' f32 lanes (half_rows.h: one register, 8 lanes
+// on AVX2), loaded and widened as they load them. A plain loop is one scalar chain (bf16
+// weights read at 4 GB/s on an AVX2 core), and vectors wider than the register went
+// through the stack every iteration (10 GB/s).
 template <class T> float dot_row(const T* w, const float* x, int64_t k) {
-  float s = 0;
-  for (int64_t i = 0; i < k; ++i) s += to_f32(w[i]) * x[i];
+  constexpr int64_t V = kVecLanes;
+  f32v a0 = {}, a1 = {}, a2 = {}, a3 = {};
+  int64_t i = 0;
+  for (; i + 4 * V <= k; i += 4 * V) {
+    a0 += load_f32v(w + i) * load_f32v(x + i);
+    a1 += load_f32v(w + i + V) * load_f32v(x + i + V);
+    a2 += load_f32v(w + i + 2 * V) * load_f32v(x + i + 2 * V);
+    a3 += load_f32v(w + i + 3 * V) * load_f32v(x + i + 3 * V);
+  }
+  for (; i + V <= k; i += V) a0 += load_f32v(w + i) * load_f32v(x + i);
+  float s = fold_lanes((a0 + a1) + (a2 + a3), [](f32v a, f32v b) { return a + b; });
+  for (; i < k; ++i) s += to_f32(w[i]) * x[i];
   return s;
 }
 #endif
