@@ -331,7 +331,7 @@ TEST(Norms, LargeOutputsStreamed) {
 // bf16 and f16 rows are read as f32 lanes and computed by the f32 kernels' arithmetic,
 // so each result is the f32 op on the widened input, rounded once to the dtype (torch's
 // definition for these dtypes): bit for bit, for odd row lengths (16-lane bodies and
-// tails), transposed inputs, rows with -inf and values near the dtype's largest, and
+// tails), transposed inputs, rows with -inf, NaN and values near the dtype's largest, and
 // outputs large enough to be streamed.
 TEST(Norms, HalfRowsAreTheF32KernelRoundedOnce) {
   auto same_bits = [](const Tensor& got, const Tensor& want, const std::string& what) {
@@ -358,13 +358,14 @@ TEST(Norms, HalfRowsAreTheF32KernelRoundedOnce) {
   };
   for (DType dt : {DType::bf16, DType::f16}) {
     float big = dt == DType::bf16 ? 3e38f : 65504.f;
-    for (int64_t n : {1, 15, 17, 33, 4097}) {
+    for (int64_t n : {1, 15, 16, 17, 32, 33, 4097}) {
       std::string what = std::string(dtype_name(dt)) + " rows of " + std::to_string(n);
       std::vector<float> v = randn({6, n}, 60 + uint64_t(n), DType::f32, nullptr, 0.f, 3.f).to_float_vector();
       v[0] = -INFINITY;  // row 0: a masked entry
       for (int64_t i = 0; i < n; ++i) v[size_t(n + i)] = -INFINITY;  // row 1: all masked (NaN)
       v[size_t(2 * n)] = big;  // row 2: the largest values (softmax's max, layer_norm's mean)
       v[size_t(3 * n + n / 2)] = -big;
+      v[size_t(5 * n + n / 3)] = NAN;  // row 5: a NaN, which every op spreads over its row
       Tensor x = from_host(v, {6, n}, dt), xf = x.to(DType::f32);
       Tensor w = randn({n}, 61, dt), b = randn({n}, 62, dt);
       rounded_once(softmax(x), softmax(xf), dt, "softmax " + what);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "opscope/kernels/cpu/bf16_even_odd.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/reduce.h"
 #include "opscope/kernels/cpu/stream_store.h"
@@ -124,9 +125,14 @@ template <class T> [[gnu::always_inline]] inline f32v exp_shifted(f32v x, float 
 
 // y[i] = g(the lanes of each source row at i) for i < n: kVecLanes at a time in f32, each
 // source read as f32 and the result stored as T (half_rows.h), streamed when asked; the
-// tail as one more vector, padded.
+// tail as one more vector, padded. Where every row is bf16 under AVX2, 16 at a time as even
+// and odd lanes (bf16_even_odd.h).
 template <class T, class G, class... S> inline void map_row(T* y, int64_t n, bool stream, G&& g, const S*... src) {
   int64_t i = 0;
+  if constexpr (kBf16EvenOdd && std::is_same_v<T, bf16_t> && (std::is_same_v<S, bf16_t> && ...)) {
+    for (; i + 2 * kVecLanes <= n; i += 2 * kVecLanes)
+      store_bf16_even_odd(y + i, {g(load_bf16_even_odd(src + i).even...), g(load_bf16_even_odd(src + i).odd...)}, stream);
+  }
   for (; i + kVecLanes <= n; i += kVecLanes) store_f32v(y + i, g(load_f32v(src + i)...), stream);
   if (i == n) return;
   f32v v = g(load_f32v_tail(src + i, n - i, 0.0f)...);
@@ -178,13 +184,26 @@ inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* 
 // took a third of this pass.) An all -inf row gives -inf, and NaN outputs as in torch.
 // With kKeep (bf16, f16), the row converted to f32 is stored there as well: the exp pass
 // then loads f32 lanes from L1 instead of converting the halves a second time.
+// A bf16 row's keep under AVX2 holds each 16 elements as their even lanes, then their odd
+// lanes (bf16_even_odd.h): loaded so here, e^ in place lane by lane, stored back in order by
+// softmax_rows.
+template <class T> constexpr bool kKeepEvenOdd = kBf16EvenOdd && std::is_same_v<T, bf16_t>;
+
 template <class T, bool kKeep = false> float softmax_row_max(const T* x, int64_t n, float* keep = nullptr) {
   auto max_of = [](f32v a, f32v b) { return max_lanes(a, b); };  // the running max b where a is NaN
   constexpr int64_t V = kVecLanes;
   f32v m0 = f32v{} - INFINITY, m1 = m0;
   int64_t i = 0;
   for (; i + 2 * V <= n; i += 2 * V) {
-    f32v v0 = load_f32v(x + i), v1 = load_f32v(x + i + V);
+    f32v v0, v1;
+    if constexpr (kKeep && kKeepEvenOdd<T>) {
+      EvenOdd eo = load_bf16_even_odd(x + i);
+      v0 = eo.even;
+      v1 = eo.odd;
+    } else {
+      v0 = load_f32v(x + i);
+      v1 = load_f32v(x + i + V);
+    }
     if constexpr (kKeep) {
       store_f32v(keep + i, v0, false);
       store_f32v(keep + i + V, v1, false);
@@ -214,7 +233,12 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
       sum = exp_shifted_row<T>(static_cast<const float*>(t), t, n, m, next);
     }
     float inv = 1.0f / sum;
-    map_row(y + r * n, n, stream, [inv](f32v v) { return v * inv; }, t);
+    auto scale = [inv](f32v v) { return v * inv; };
+    int64_t i = 0;
+    if constexpr (kKeepEvenOdd<T>)
+      for (; i + 2 * kVecLanes <= n; i += 2 * kVecLanes)
+        store_bf16_even_odd(y + r * n + i, {scale(load_f32v(t + i)), scale(load_f32v(t + i + kVecLanes))}, stream);
+    map_row(y + r * n + i, n - i, stream, scale, t + i);
   }
   end_stream(stream);
 }

@@ -1,0 +1,73 @@
+// bf16 rows as even and odd elements, for AVX2. Where every row of a lane-wise computation
+// is bf16, AVX2 takes 16 elements at a time as two registers of f32 lanes: the even elements
+// and the odd ones. A bf16 is the high half of an f32, so one 256-bit load becomes the two by
+// a shift and an and, and the two go back by a shift and a blend. The in-order form
+// (half_rows.h) spends a widening and a shift on each 8 in, and a pack and an extract on each
+// 8 out, all on the two ports that shift and shuffle: a bf16 layer_norm ran at half f16's
+// speed. The lanes are out of order, so this is for lane-wise work only.
+#pragma once
+#include <immintrin.h>
+
+#include <bit>
+#include <cstdint>
+#include <type_traits>
+
+#include "opscope/kernels/cpu/half_rows.h"
+
+namespace opscope::cpu_kernels {
+
+// Used where AVX2 is the widest: AVX-512 takes 16 in order in one register (half_rows.h).
+inline constexpr bool kBf16EvenOdd =
+#if defined(__AVX2__) && !defined(__AVX512F__)
+    true;
+#else
+    false;
+#endif
+
+#if defined(__AVX2__)
+using f32x8 = float __attribute__((vector_size(32)));  // f32v where AVX2 is the widest
+static_assert(!kBf16EvenOdd || std::is_same_v<f32x8, f32v>);
+
+struct EvenOdd {
+  f32x8 even, odd;
+};
+
+// 16 bf16 from p: elements 0, 2, .. 14 and 1, 3, .. 15.
+[[gnu::always_inline]] inline EvenOdd load_bf16_even_odd(const bf16_t* p) {
+  __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return {std::bit_cast<f32x8>(_mm256_slli_epi32(u, 16)),
+          std::bit_cast<f32x8>(_mm256_and_si256(u, _mm256_set1_epi32(int(0xffff0000u))))};
+}
+
+// Each lane rounded to bf16 in its high 16 bits (to nearest even; the low bits are junk).
+[[gnu::always_inline]] inline __m256i bf16_in_high_half(__m256i u) {
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+}
+
+// The inverse of load_bf16_even_odd, rounded as bf16_lanes_on_bits rounds (NaN kept and
+// quieted, off the main path); streamed where asked and p is 32-byte aligned.
+[[gnu::always_inline]] inline void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream) {
+  __m256 e = std::bit_cast<__m256>(v.even), o = std::bit_cast<__m256>(v.odd);
+  __m256i re = bf16_in_high_half(_mm256_castps_si256(e)), ro = bf16_in_high_half(_mm256_castps_si256(o));
+  __m256 nan = _mm256_cmp_ps(e, o, _CMP_UNORD_Q);  // a NaN in either
+  if (!_mm256_testz_ps(nan, nan)) [[unlikely]] {
+    __m256i quiet = _mm256_set1_epi32(0x400000);
+    re = _mm256_blendv_epi8(re, _mm256_or_si256(_mm256_castps_si256(e), quiet),
+                            _mm256_castps_si256(_mm256_cmp_ps(e, e, _CMP_UNORD_Q)));
+    ro = _mm256_blendv_epi8(ro, _mm256_or_si256(_mm256_castps_si256(o), quiet),
+                            _mm256_castps_si256(_mm256_cmp_ps(o, o, _CMP_UNORD_Q)));
+  }
+  __m256i h = _mm256_blend_epi16(_mm256_srli_epi32(re, 16), ro, 0xaa);
+  if (stream && reinterpret_cast<uintptr_t>(p) % 32 == 0) return _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+}
+#else  // declared only, for the callers' discarded branches: kBf16EvenOdd is false
+struct EvenOdd {
+  f32v even, odd;
+};
+EvenOdd load_bf16_even_odd(const bf16_t* p);
+void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream);
+#endif
+
+}  // namespace opscope::cpu_kernels
