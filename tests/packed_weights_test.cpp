@@ -86,7 +86,8 @@ TEST(PackedWeights, AWeightIsPackedOnTheSecondCallAndGivesTheSameProduct) {
 
 // Packing is a launch of its own, before the first packed product, that the cores run in
 // parallel: on the host, with fresh pages, ViT-B/16's weights took ~1 s while the device idled.
-// The packed chunks are the device's memory: the caching allocator's, counted in its stats.
+// The packed chunks are the device's memory: the caching allocator's, counted in its stats,
+// and taken inside the matmul op that packs them, where a memory profile shows them.
 TEST(PackedWeights, PackingIsALaunchIntoTheDevicesMemory) {
   Linear lin(256, 512);
   CompileReport rep;
@@ -107,6 +108,18 @@ TEST(PackedWeights, PackingIsALaunchIntoTheDevicesMemory) {
   EXPECT_LT(max_rel_error(y, eager(x, w, b)), 1e-5);
   EXPECT_LT(max_rel_error(y2, eager(x, w, b)), 1e-5);
   EXPECT_GE(allocated - y.nbytes() - y2.nbytes(), 256 * 512 * 4) << "the packed weights, from the device's allocator";
+  uint64_t packing_op = 0;
+  for (const auto& e : t.events)
+    if (e.kind == prof::EventKind::launch && e.name == "pack_weights_f32") packing_op = e.parent;
+  int64_t under_it = 0;
+  for (const auto& e : t.events)
+    if (e.kind == prof::EventKind::alloc && packing_op && e.parent == packing_op) under_it += e.bytes;
+  for (const auto& e : t.events) {
+    if (e.kind == prof::EventKind::op && e.id == packing_op) {
+      EXPECT_EQ(e.name, "matmul");
+    }
+  }
+  EXPECT_GE(under_it - y.nbytes(), 256 * 512 * 4) << "the packed weights, under the matmul that packed them";
 }
 
 // compile()'s first call traces the function, running it eagerly: that call sees the

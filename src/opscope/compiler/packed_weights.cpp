@@ -92,7 +92,7 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
   const Tensor* bias = n.inputs.size() == 3 ? &vals[size_t(n.inputs[2])] : nullptr;
   if (!a.defined() || !b.defined() || (bias && !bias->defined())) return false;  // a constant the eager op makes
   std::shared_ptr<const cpu_kernels::PackedMatmul> pack;
-  bool fresh = false;
+  std::shared_ptr<cpu_kernels::PackedMatmul> plan;  // this call packs: planned, its memory not yet taken
   {
     std::lock_guard<std::mutex> lock(m_);
     Entry& e = entries_[i];
@@ -103,21 +103,27 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
       e.seen_once = true;
       return false;
     }
-    if (!e.pack) {
-      e.pack = cpu_kernels::PackedMatmul::make(a, b, bias, dev.num_cores(), epilogue_of(n));
-      if (!e.pack || e.pack->out_shape() != g.values[size_t(n.outputs[0])].shape) {
-        e.pack.reset();
+    pack = e.pack;
+    if (!pack) {
+      plan = cpu_kernels::PackedMatmul::plan(a, b, bias, dev.num_cores(), epilogue_of(n));
+      if (!plan || plan->out_shape() != g.values[size_t(n.outputs[0])].shape) {
         e.refused = true;
         return false;
       }
-      fresh = true;
     }
-    pack = e.pack;
   }
   // The matmul reads its operands and the packed chunks (written by the pack launch before it).
   std::vector<const Tensor*> reads{&a, &b}, packed;
   if (bias) reads.push_back(bias);
   OpScope scope("matmul", std::span<const Tensor* const>(reads), __builtin_return_address(0));
+  bool fresh = false;
+  if (plan) {  // the packed memory, taken inside the matmul's op: a memory profile shows it there
+    plan->allocate(dev);
+    std::lock_guard<std::mutex> lock(m_);
+    Entry& e = entries_[i];
+    if (!e.pack) e.pack = plan, fresh = true;  // else another call packed it meanwhile: this plan is dropped
+    pack = e.pack;
+  }
   for (const Tensor& t : pack->packed()) reads.push_back(&t), packed.push_back(&t);
   const Tensor* read_b = &b;
   Tensor out = runtime::allocate(pack->out_shape(), a.dtype(), dev);

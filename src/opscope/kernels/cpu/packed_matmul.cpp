@@ -88,7 +88,8 @@ struct PackedMatmul::Chunk {
   md src, dst, bias;
   md user;                    // b's columns lo..hi as b lays them out
   int64_t user_offset = 0;    // bytes from b's data to column lo
-  dnnl::memory weights;       // the packed columns, in packed_[i]
+  md packed;                  // the packed columns' layout, oneDNN's choice for prim
+  dnnl::memory weights;       // the packed columns, in packed_[i] (allocate())
   dnnl::reorder pack;         // user -> weights
   dnnl::matmul prim;
 };
@@ -97,6 +98,13 @@ PackedMatmul::~PackedMatmul() = default;
 
 std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Tensor& b, const Tensor* bias,
                                                        int cores, Epilogue epilogue) {
+  std::shared_ptr<PackedMatmul> p = plan(a, b, bias, cores, epilogue);
+  if (p) p->allocate(a.device());
+  return p;
+}
+
+std::shared_ptr<PackedMatmul> PackedMatmul::plan(const Tensor& a, const Tensor& b, const Tensor* bias, int cores,
+                                                 Epilogue epilogue) {
   const DType dtype = a.dtype();
   if ((dtype != DType::f32 && dtype != DType::bf16) || b.dtype() != dtype || a.ndim() < 2 || b.ndim() < 2) return nullptr;
   // The bias: f32, or the operands' dtype (a bf16 Linear's); oneDNN adds it to the f32 sums.
@@ -145,12 +153,8 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
                                                     onednn_engine());
       if (reference_kernel(pd)) throw std::runtime_error("a reference kernel");
       c->prim = dnnl::matmul(pd);
-      const int64_t bytes = int64_t(pd.weights_desc().get_size());
-      Tensor mem = runtime::allocate(Shape{(bytes + item - 1) / item}, dtype, a.device());
-      c->weights = dnnl::memory(pd.weights_desc(), onednn_engine(), mem.data_ptr());
-      c->pack = dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), c->user, onednn_engine(),
-                                                            pd.weights_desc()));
-      p->packed_.push_back(std::move(mem));
+      c->packed = pd.weights_desc();
+      c->pack = dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), c->user, onednn_engine(), c->packed));
       p->chunks_.push_back(std::move(c));
     }
   } catch (const std::exception&) {
@@ -163,8 +167,20 @@ std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Te
   return p;
 }
 
+void PackedMatmul::allocate(Device& dev) {
+  if (!packed_.empty()) fail("matmul", "internal: packed memory allocated twice");
+  const int64_t item = int64_t(itemsize(dtype_));
+  for (const auto& c : chunks_) {
+    const int64_t bytes = int64_t(c->packed.get_size());
+    Tensor mem = runtime::allocate(Shape{(bytes + item - 1) / item}, dtype_, dev);
+    c->weights = dnnl::memory(c->packed, onednn_engine(), mem.data_ptr());
+    packed_.push_back(std::move(mem));
+  }
+}
+
 LaunchSpec PackedMatmul::pack_spec(const Tensor& b) const {
   if (b.data_ptr() != b_data_) fail("matmul", "internal: packing weights from another tensor than make() saw");
+  if (packed_.size() != chunks_.size()) fail("matmul", "internal: packing weights before allocate()");
   LaunchSpec spec;
   spec.name = fmt::format("pack_weights_{}", dtype_name(dtype_));
   spec.work = int64_t(chunks_.size());

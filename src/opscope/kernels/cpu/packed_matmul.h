@@ -34,6 +34,12 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   // The packed memory is allocated but not yet written: queue pack_spec() before spec().
   static std::shared_ptr<const PackedMatmul> make(const Tensor& a, const Tensor& b, const Tensor* bias, int cores,
                                                   Epilogue epilogue = Epilogue::none);
+  // make() in two steps: plan() decides and makes oneDNN's primitives (null where make() is),
+  // allocate() then takes the packed memory from dev's allocator, once. A caller allocates
+  // inside its op, so that a memory profile puts the packed weights under that op.
+  static std::shared_ptr<PackedMatmul> plan(const Tensor& a, const Tensor& b, const Tensor* bias, int cores,
+                                            Epilogue epilogue = Epilogue::none);
+  void allocate(Device& dev);
   ~PackedMatmul();
 
   // The launch that reorders `b` (the tensor make() saw) into the packed chunks, a chunk per
