@@ -14,9 +14,11 @@ namespace {
 
 template <class C> using uns = std::make_unsigned_t<C>;
 
-// ---- the ops; integer arithmetic goes through unsigned types, so overflow wraps ----
+// ---- the ops; integer arithmetic goes through unsigned types, so overflow wraps; kLanes:
+// f also takes registers of f32 lanes (f32v) ----
 struct Add {
   static constexpr bool kIntegers = true;
+  static constexpr bool kLanes = true;
   template <class C> [[gnu::always_inline]] static C f(C a, C b) {
     if constexpr (std::is_integral_v<C>) return C(uns<C>(a) + uns<C>(b));
     else return a + b;
@@ -24,6 +26,7 @@ struct Add {
 };
 struct Sub {
   static constexpr bool kIntegers = true;
+  static constexpr bool kLanes = true;
   template <class C> [[gnu::always_inline]] static C f(C a, C b) {
     if constexpr (std::is_integral_v<C>) return C(uns<C>(a) - uns<C>(b));
     else return a - b;
@@ -31,6 +34,7 @@ struct Sub {
 };
 struct Mul {
   static constexpr bool kIntegers = true;
+  static constexpr bool kLanes = true;
   template <class C> [[gnu::always_inline]] static C f(C a, C b) {
     if constexpr (std::is_integral_v<C>) return C(uns<C>(a) * uns<C>(b));
     else return a * b;
@@ -137,10 +141,27 @@ template <class S> void to_f32_block(const S& src, int64_t i0, int64_t m, float*
     for (int64_t j = 0; j < m; ++j) buf[j] = src[i0 + j];
 }
 
+// An op on registers of f32 lanes (kLanes), and an f16 operand that such a loop reads:
+// contiguous, or a scalar.
+template <class Op> constexpr bool kOnLanes = requires { requires Op::kLanes; };
+template <class S> constexpr bool kLaneSource = std::is_same_v<S, Vec<f16_t>> || std::is_same_v<S, Scalar<f16_t>>;
+template <class S> [[gnu::always_inline]] inline f32v lanes_at(const S& s, int64_t i) {
+  if constexpr (std::is_same_v<S, Vec<f16_t>>) return load_f32v(s.p + i);
+  else return f32v{} + s.v;
+}
+
 // o is contiguous within a run (the launch's out is); `stream`: o is large enough for
 // streaming stores (stream_store.h).
 template <class Op, class T, class A, class B>
 void binary_loop(A a, B b, T* __restrict o, int64_t n, bool stream) {
+  if constexpr (std::is_same_v<T, f16_t> && kOnLanes<Op> && kLaneSource<A> && kLaneSource<B>) {
+    // one pass, converting in the loads and the store (half_rows.h), where the blocks below
+    // take four passes over L1
+    int64_t i = 0;
+    for (; i + kVecLanes <= n; i += kVecLanes) store_f32v(o + i, Op::f(lanes_at(a, i), lanes_at(b, i)), stream);
+    for (; i < n; ++i) o[i] = store<T>(Op::f(a[i], b[i]));
+    return;
+  }
   if constexpr (std::is_same_v<T, f16_t>) {  // through f32 blocks: the hardware converts (half_rows.h)
     alignas(64) float fa[kHalfBlock], fb[kHalfBlock];
     for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
