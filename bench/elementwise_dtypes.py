@@ -1,0 +1,69 @@
+"""Elementwise ops on the device in f32, bf16 and f16, against torch's CPU in the same run.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/elementwise_dtypes.py [--elements N]
+
+Best of 15 calls each (device: through opscope.synchronize()), torch with as many threads
+as the device has cores. A 16-bit op moves half an f32 op's bytes, so it should take no
+longer; docs/BENCHMARKS.md ("f16 add, sub and mul in one pass") has the figures.
+"""
+import argparse
+import os
+import time
+
+import torch_peer  # noqa: F401  (before torch: the peer's thread settings)
+import torch
+
+import opscope
+
+OPS = {
+    "a + b": lambda a, b: a + b,
+    "a * b": lambda a, b: a * b,
+    "a + 2.5": lambda a, b: a + 2.5,
+    "a / b": lambda a, b: a / b,
+    "exp(a)": lambda a, b: torch.exp(a),
+}
+
+
+def best_us(f, sync):
+    for _ in range(3):
+        f()
+    sync()
+    best = float("inf")
+    for _ in range(15):
+        t = time.perf_counter()
+        f()
+        sync()
+        best = min(best, time.perf_counter() - t)
+    return best * 1e6
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--elements", type=int, default=1 << 22, help="elements per operand (default 4M)")
+    p.add_argument("--torch-threads", type=int, default=len(os.sched_getaffinity(0)),
+                   help="torch CPU threads (default: the CPUs here, as many as the device's cores)")
+    args = p.parse_args()
+    if args.elements < 1:
+        p.error(f"--elements must be >= 1, got {args.elements}")
+    if args.torch_threads < 1:
+        p.error(f"--torch-threads must be >= 1, got {args.torch_threads}")
+    dev = opscope.device()
+    torch.set_num_threads(args.torch_threads)
+    print(f"{args.elements} elements, best of 15, torch CPU at {torch.get_num_threads()} threads")
+    print(f"{'op':10} {'dtype':9} {'device us':>10} {'torch us':>10} {'device/torch':>13}")
+    for dt in (torch.float32, torch.bfloat16, torch.float16):
+        a = torch.randn(args.elements).to(dt)
+        b = torch.randn(args.elements).to(dt)
+        da, db = a.to(dev), b.to(dev)
+        for name, f in OPS.items():
+            d = best_us(lambda: f(da, db), opscope.synchronize)
+            try:
+                c = best_us(lambda: f(a, b), lambda: None)
+            except RuntimeError:  # torch 1.13's CPU has no f16 exp
+                print(f"{name:10} {str(dt)[6:]:9} {d:10.0f} {'none':>10} {'':>13}")
+                continue
+            print(f"{name:10} {str(dt)[6:]:9} {d:10.0f} {c:10.0f} {d / c:13.2f}")
+
+
+if __name__ == "__main__":
+    main()
