@@ -39,12 +39,6 @@ struct EvenOdd {
           std::bit_cast<f32x8>(_mm256_and_si256(u, _mm256_set1_epi32(int(0xffff0000u))))};
 }
 
-// Each lane rounded to bf16 in its high 16 bits (to nearest even; the low bits are junk).
-[[gnu::always_inline]] inline __m256i bf16_in_high_half(__m256i u) {
-  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-}
-
 // The inverse of load_bf16_even_odd, rounded as bf16_lanes_on_bits rounds (NaN kept and
 // quieted, off the main path); streamed where asked and p is 32-byte aligned.
 [[gnu::always_inline]] inline void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream) {

@@ -76,6 +76,15 @@ template <class T> inline f32v load_f32v_tail(const T* p, int64_t k, float pad) 
   return v;
 }
 
+#if defined(__AVX2__)
+// Each 32-bit lane rounded to bf16 in its high 16 bits (to nearest even; the low bits are
+// junk). NaN is the caller's: rounding can carry a NaN's payload into infinity.
+[[gnu::always_inline]] inline __m256i bf16_in_high_half(__m256i u) {
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+}
+#endif
+
 // f32 lanes rounded to bf16 on the bits: to nearest even, NaN kept and quieted.
 [[gnu::always_inline]] inline u16v bf16_lanes_on_bits(f32v v) {
 #if defined(__AVX2__) && !defined(__AVX512F__)
@@ -83,8 +92,7 @@ template <class T> inline f32v load_f32v_tail(const T* p, int64_t k, float pad) 
   // two and narrows with a mask, a pack and a permute. Every lane ends at most 0xffff, so
   // the signed compare and the saturating pack are exact.
   __m256i u = std::bit_cast<__m256i>(v), hi = _mm256_srli_epi32(u, 16);
-  __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  __m256i rounded = _mm256_srli_epi32(bf16_in_high_half(u), 16);
   __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
   __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
   return std::bit_cast<u16v>(_mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
