@@ -490,6 +490,62 @@ TEST(Elementwise, NaNPropagation) {
   for (const auto& c : unary_cases()) EXPECT_TRUE(std::isnan(c.op(a).to_float_vector()[0])) << c.name;
 }
 
+// bf16 and f16 arithmetic runs on registers of f32 lanes (bf16 as even and odd lanes where
+// AVX2 is the widest): each output must be the f32 operation on the two values, rounded once,
+// for every bit pattern, with the loops' tails and unaligned operands too.
+TEST(Elementwise, HalfArithmeticIsTheF32OpRoundedOnce) {
+  const float k = float(1.0 / 3);  // the scalar is used as f32
+  struct Case {
+    const char* name;
+    std::function<Tensor(const Tensor&, const Tensor&)> op;
+    std::function<float(float, float)> ref;
+    bool either_zero = false;  // maximum and minimum may return either of +0 and -0
+  };
+  auto nan_or = [](float a, float b, float v) { return std::isnan(a) || std::isnan(b) ? NAN : v; };
+  const Case cases[] = {
+      {"a + b", [](const Tensor& a, const Tensor& b) { return a + b; }, [](float a, float b) { return a + b; }},
+      {"a - b", [](const Tensor& a, const Tensor& b) { return a - b; }, [](float a, float b) { return a - b; }},
+      {"a * b", [](const Tensor& a, const Tensor& b) { return a * b; }, [](float a, float b) { return a * b; }},
+      {"a / b", [](const Tensor& a, const Tensor& b) { return a / b; }, [](float a, float b) { return a / b; }},
+      {"maximum(a, b)", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
+       [&](float a, float b) { return nan_or(a, b, std::max(a, b)); }, true},
+      {"minimum(a, b)", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
+       [&](float a, float b) { return nan_or(a, b, std::min(a, b)); }, true},
+      {"a + k", [](const Tensor& a, const Tensor&) { return a + 1.0 / 3; }, [&](float a, float) { return a + k; }},
+      {"k / a", [](const Tensor& a, const Tensor&) { return (1.0 / 3) / a; }, [&](float a, float) { return k / a; }},
+      {"pow(a, 2)", [](const Tensor& a, const Tensor&) { return opscope::pow(a, 2.0); }, [](float a, float) { return a * a; }},
+      {"maximum(a, k)", [](const Tensor& a, const Tensor&) { return maximum(a, 1.0 / 3); },
+       [&](float a, float) { return nan_or(a, k, std::max(a, k)); }, true},
+  };
+  for (DType dt : {DType::bf16, DType::f16}) {
+    std::vector<float> all, other;
+    for (uint32_t bits = 0; bits < 65536; ++bits)
+      all.push_back(dt == DType::bf16 ? to_f32(std::bit_cast<bf16_t>(uint16_t(bits))) : to_f32(std::bit_cast<f16_t>(uint16_t(bits))));
+    for (uint32_t i = 0; i < 65536; ++i) other.push_back(all[(i * 40503u) & 0xffffu]);  // each a meets many b
+    Tensor x = from_host(all, {65536}, dt), y = from_host(other, {65536}, dt);
+    // whole lane blocks, and an odd length at odd offsets
+    const std::pair<Tensor, Tensor> pairs[] = {{x, y}, {x.slice(0, 1, 65531), y.slice(0, 3, 65533)}};
+    for (const auto& [a, b] : pairs) {
+      std::vector<float> av = a.to_float_vector(), bv = b.to_float_vector();
+      for (const Case& c : cases) {
+        std::string what = std::string(dtype_name(dt)) + " " + c.name + " of " + std::to_string(av.size());
+        std::vector<float> got = c.op(a, b).to_float_vector();
+        ASSERT_EQ(got.size(), av.size()) << what;
+        int bad = 0;
+        for (size_t i = 0; i < av.size(); ++i) {
+          float r = c.ref(av[i], bv[i]);
+          float want = dt == DType::bf16 ? to_f32(from_f32<bf16_t>(r)) : to_f32(from_f32<f16_t>(r));
+          bool ok = std::isnan(want)               ? std::isnan(got[i])
+                    : (c.either_zero && want == 0) ? got[i] == 0
+                                                   : std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want);
+          if (!ok && ++bad < 4) ADD_FAILURE() << what << ": " << av[i] << ", " << bv[i] << " gave " << got[i] << ", want " << want;
+        }
+        EXPECT_EQ(bad, 0) << what;
+      }
+    }
+  }
+}
+
 // The kernels convert f16 on bit patterns; they must agree with _Float16 everywhere.
 TEST(Elementwise, F16ConversionsMatchFloat16) {
   std::vector<float> all;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "opscope/core/error.h"
+#include "opscope/kernels/cpu/bf16_even_odd.h"
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/stream_store.h"
@@ -42,7 +43,8 @@ struct Mul {
 };
 struct Div {
   static constexpr bool kIntegers = false;
-  [[gnu::always_inline]] static float f(float a, float b) { return a / b; }
+  static constexpr bool kLanes = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C b) { return a / b; }
 };
 struct Pow {
   static constexpr bool kIntegers = false;
@@ -51,11 +53,13 @@ struct Pow {
 // pow(x, 2): the common case, as x * x (what std::pow returns too), vectorized.
 struct Square {
   static constexpr bool kIntegers = false;
-  [[gnu::always_inline]] static float f(float a, float) { return a * a; }
+  static constexpr bool kLanes = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C) { return a * a; }
 };
 // maximum/minimum propagate NaN from either side, as torch.maximum.
 struct Maximum {
   static constexpr bool kIntegers = true;
+  static constexpr bool kLanes = true;
   template <class C> [[gnu::always_inline]] static C f(C a, C b) {
     if constexpr (std::is_integral_v<C>) return a > b ? a : b;
     else return (a > b || a != a) ? a : b;
@@ -63,6 +67,7 @@ struct Maximum {
 };
 struct Minimum {
   static constexpr bool kIntegers = true;
+  static constexpr bool kLanes = true;
   template <class C> [[gnu::always_inline]] static C f(C a, C b) {
     if constexpr (std::is_integral_v<C>) return a < b ? a : b;
     else return (a < b || a != a) ? a : b;
@@ -141,23 +146,36 @@ template <class S> void to_f32_block(const S& src, int64_t i0, int64_t m, float*
     for (int64_t j = 0; j < m; ++j) buf[j] = src[i0 + j];
 }
 
-// An op on registers of f32 lanes (kLanes), and an f16 operand that such a loop reads:
+// An op on registers of f32 lanes (kLanes), and a 16-bit operand that such a loop reads:
 // contiguous, or a scalar.
 template <class Op> constexpr bool kOnLanes = requires { requires Op::kLanes; };
-template <class S> constexpr bool kLaneSource = std::is_same_v<S, Vec<f16_t>> || std::is_same_v<S, Scalar<f16_t>>;
-template <class S> [[gnu::always_inline]] inline f32v lanes_at(const S& s, int64_t i) {
-  if constexpr (std::is_same_v<S, Vec<f16_t>>) return load_f32v(s.p + i);
-  else return f32v{} + s.v;
+template <class T> constexpr bool kHalf = std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>;
+template <class S> constexpr bool kLaneSource = false;
+template <class T> constexpr bool kLaneSource<Vec<T>> = kHalf<T>;
+template <class T> constexpr bool kLaneSource<Scalar<T>> = kHalf<T>;
+template <class T> [[gnu::always_inline]] inline f32v lanes_at(const Vec<T>& s, int64_t i) { return load_f32v(s.p + i); }
+template <class T> [[gnu::always_inline]] inline f32v lanes_at(const Scalar<T>& s, int64_t) { return f32v{} + s.v; }
+// 16 bf16 as even and odd lanes (bf16_even_odd.h): a scalar is both.
+[[gnu::always_inline]] inline EvenOdd even_odd_at(const Vec<bf16_t>& s, int64_t i) { return load_bf16_even_odd(s.p + i); }
+[[gnu::always_inline]] inline EvenOdd even_odd_at(const Scalar<bf16_t>& s, int64_t) {
+  decltype(EvenOdd::even) v = {};
+  return {v + s.v, v + s.v};
 }
 
 // o is contiguous within a run (the launch's out is); `stream`: o is large enough for
 // streaming stores (stream_store.h).
 template <class Op, class T, class A, class B>
 void binary_loop(A a, B b, T* __restrict o, int64_t n, bool stream) {
-  if constexpr (std::is_same_v<T, f16_t> && kOnLanes<Op> && kLaneSource<A> && kLaneSource<B>) {
+  if constexpr (kOnLanes<Op> && kLaneSource<A> && kLaneSource<B>) {
     // one pass, converting in the loads and the store (half_rows.h), where the blocks below
-    // take four passes over L1
+    // take four passes over L1, and bf16's element loop narrows one element at a time
     int64_t i = 0;
+    if constexpr (std::is_same_v<T, bf16_t> && kBf16EvenOdd) {
+      for (; i + 16 <= n; i += 16) {
+        EvenOdd x = even_odd_at(a, i), y = even_odd_at(b, i);
+        store_bf16_even_odd(o + i, {Op::f(x.even, y.even), Op::f(x.odd, y.odd)}, stream);
+      }
+    }
     for (; i + kVecLanes <= n; i += kVecLanes) store_f32v(o + i, Op::f(lanes_at(a, i), lanes_at(b, i)), stream);
     for (; i < n; ++i) o[i] = store<T>(Op::f(a[i], b[i]));
     return;
