@@ -490,6 +490,14 @@ TEST(Elementwise, NaNPropagation) {
   for (const auto& c : unary_cases()) EXPECT_TRUE(std::isnan(c.op(a).to_float_vector()[0])) << c.name;
 }
 
+// Each of the 65536 values of a 16-bit dtype (NaNs quieted), in the order of their bits.
+Tensor every_bit_pattern(DType dt) {
+  std::vector<float> all;
+  for (uint32_t bits = 0; bits < 65536; ++bits)
+    all.push_back(dt == DType::bf16 ? to_f32(std::bit_cast<bf16_t>(uint16_t(bits))) : to_f32(std::bit_cast<f16_t>(uint16_t(bits))));
+  return from_host(all, {65536}, dt);
+}
+
 // bf16 and f16 arithmetic runs on registers of f32 lanes (bf16 as even and odd lanes where
 // AVX2 is the widest): each output must be the f32 operation on the two values, rounded once,
 // for every bit pattern, with the loops' tails and unaligned operands too.
@@ -518,11 +526,10 @@ TEST(Elementwise, HalfArithmeticIsTheF32OpRoundedOnce) {
        [&](float a, float) { return nan_or(a, k, std::max(a, k)); }, true},
   };
   for (DType dt : {DType::bf16, DType::f16}) {
-    std::vector<float> all, other;
-    for (uint32_t bits = 0; bits < 65536; ++bits)
-      all.push_back(dt == DType::bf16 ? to_f32(std::bit_cast<bf16_t>(uint16_t(bits))) : to_f32(std::bit_cast<f16_t>(uint16_t(bits))));
+    Tensor x = every_bit_pattern(dt);
+    std::vector<float> all = x.to_float_vector(), other;
     for (uint32_t i = 0; i < 65536; ++i) other.push_back(all[(i * 40503u) & 0xffffu]);  // each a meets many b
-    Tensor x = from_host(all, {65536}, dt), y = from_host(other, {65536}, dt);
+    Tensor y = from_host(other, {65536}, dt);
     // whole lane blocks, and an odd length at odd offsets
     const std::pair<Tensor, Tensor> pairs[] = {{x, y}, {x.slice(0, 1, 65531), y.slice(0, 3, 65533)}};
     for (const auto& [a, b] : pairs) {
@@ -543,6 +550,27 @@ TEST(Elementwise, HalfArithmeticIsTheF32OpRoundedOnce) {
         EXPECT_EQ(bad, 0) << what;
       }
     }
+  }
+}
+
+// The unary ops in bf16 and f16 compute in f32 blocks (bf16 in even and odd order where AVX2
+// is the widest): each output must be the f32 kernel's, rounded once, for every bit pattern,
+// with the blocks' tails and an unaligned input too.
+TEST(Elementwise, HalfUnaryIsTheF32KernelRoundedOnce) {
+  for (DType dt : {DType::bf16, DType::f16}) {
+    Tensor x = every_bit_pattern(dt);
+    for (const Tensor& in : {x, x.slice(0, 1, 65531)})
+      for (const auto& c : unary_cases()) {
+        std::string what = std::string(dtype_name(dt)) + " " + c.name + " of " + std::to_string(in.numel());
+        std::vector<float> got = c.op(in).to_float_vector(), want = c.op(in.to(DType::f32)).to(dt).to_float_vector();
+        ASSERT_EQ(got.size(), want.size()) << what;
+        int bad = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          bool ok = std::isnan(want[i]) ? std::isnan(got[i]) : std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want[i]);
+          if (!ok && ++bad < 4) ADD_FAILURE() << what << ": element " << i << " gave " << got[i] << ", want " << want[i];
+        }
+        EXPECT_EQ(bad, 0) << what;
+      }
   }
 }
 

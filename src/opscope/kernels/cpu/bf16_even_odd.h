@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "opscope/kernels/cpu/half_rows.h"
@@ -56,12 +57,33 @@ struct EvenOdd {
   if (stream && reinterpret_cast<uintptr_t>(p) % 32 == 0) return _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
 }
+
+// m bf16 (a multiple of 16) as f32 in buf, each 16 as their even elements, then their odd
+// ones: for a lane-wise loop over buf that GCC vectorizes on its own.
+inline void bf16_to_even_odd_f32(const bf16_t* p, float* buf, int64_t m) {
+  for (int64_t j = 0; j < m; j += 16) {
+    EvenOdd v = load_bf16_even_odd(p + j);
+    std::memcpy(buf + j, &v.even, sizeof v.even);
+    std::memcpy(buf + j + 8, &v.odd, sizeof v.odd);
+  }
+}
+// The inverse, rounded (store_bf16_even_odd).
+inline void even_odd_f32_to_bf16(const float* buf, bf16_t* p, int64_t m, bool stream) {
+  for (int64_t j = 0; j < m; j += 16) {
+    EvenOdd v;
+    std::memcpy(&v.even, buf + j, sizeof v.even);
+    std::memcpy(&v.odd, buf + j + 8, sizeof v.odd);
+    store_bf16_even_odd(p + j, v, stream);
+  }
+}
 #else  // declared only, for the callers' discarded branches: kBf16EvenOdd is false
 struct EvenOdd {
   f32v even, odd;
 };
 EvenOdd load_bf16_even_odd(const bf16_t* p);
 void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream);
+void bf16_to_even_odd_f32(const bf16_t* p, float* buf, int64_t m);
+void even_odd_f32_to_bf16(const float* buf, bf16_t* p, int64_t m, bool stream);
 #endif
 
 }  // namespace opscope::cpu_kernels

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "opscope/kernels/cpu/activation.h"
+#include "opscope/kernels/cpu/bf16_even_odd.h"
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/stream_store.h"
@@ -276,6 +277,18 @@ void unary_flat(const T* __restrict x, T* __restrict o, int64_t n, bool stream) 
       for (int64_t j = 0; j < m; ++j) buf[j] = Op::f(buf[j]);
       f32_row_to_f16(buf, o + i0, m, stream);
     }
+    return;
+  }
+  if constexpr (std::is_same_v<T, bf16_t> && kBf16EvenOdd) {  // the element loop narrows slowly on AVX2
+    alignas(64) float buf[kHalfBlock];
+    int64_t whole = n & ~int64_t(15);
+    for (int64_t i0 = 0; i0 < whole; i0 += kHalfBlock) {
+      int64_t m = std::min(kHalfBlock, whole - i0);
+      bf16_to_even_odd_f32(x + i0, buf, m);
+      for (int64_t j = 0; j < m; ++j) buf[j] = Op::f(buf[j]);
+      even_odd_f32_to_bf16(buf, o + i0, m, stream);
+    }
+    for (int64_t i = whole; i < n; ++i) o[i] = store<T>(Op::f(load(x[i])));
     return;
   }
   if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(load(x[i]))); });
