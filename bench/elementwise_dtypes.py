@@ -20,8 +20,12 @@ OPS = {
     "a * b": lambda a, b: a * b,
     "a + 2.5": lambda a, b: a + 2.5,
     "a / b": lambda a, b: a / b,
+    "max(a, b)": lambda a, b: torch.maximum(a, b),
+    "a ** 3": lambda a, b: torch.pow(a, 3.0),
+    "sqrt(|a|)": lambda a, b: torch.sqrt(a),  # a: the absolute values (below), sqrt's domain
     "exp(a)": lambda a, b: torch.exp(a),
 }
+POSITIVE = {"sqrt(|a|)"}
 
 
 def best_us(f, sync):
@@ -56,9 +60,10 @@ def main():
         b = torch.randn(args.elements).to(dt)
         da, db = a.to(dev), b.to(dev)
         for name, f in OPS.items():
-            d = best_us(lambda: f(da, db), opscope.synchronize)
+            x, dx = (a.abs(), da.abs()) if name in POSITIVE else (a, da)
+            d = best_us(lambda: f(dx, db), opscope.synchronize)
             try:
-                c = best_us(lambda: f(a, b), lambda: None)
+                c = best_us(lambda: f(x, b), lambda: None)
             except RuntimeError:  # torch 1.13's CPU has no f16 exp
                 print(f"{name:10} {str(dt)[6:]:9} {d:10.0f} {'none':>10} {'':>13}")
                 continue

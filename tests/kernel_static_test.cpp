@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -128,22 +129,29 @@ TEST(KernelStatic, TheCompilersMathKernelsVectorize) {
   fs::path cache = fs::temp_directory_path() / ("opscope_static_math_" + std::to_string(::getpid()));
   CompileOptions opts;
   opts.cache_dir = cache.string();
-  for (compiler::OpKind op : {compiler::OpKind::exp, compiler::OpKind::tanh, compiler::OpKind::sigmoid,
-                              compiler::OpKind::gelu}) {
+  // f(x) * 2 over a 64x1000 input, as one fused kernel whose main loop must be a vector loop
+  auto expect_vector_loop = [&](const std::string& what, const std::function<int(compiler::Graph&, int)>& f) {
     compiler::Graph g;
     g.name = "math";
     int x = input(g, {64, 1000});
-    g.outputs = {scalar_op(g, compiler::OpKind::mul, unary(g, op, x), 2.0)};
+    g.outputs = {scalar_op(g, compiler::OpKind::mul, f(g, x), 2.0)};
     CompileReport rep;
     compiler::compile_graph(g, opts, rep);
-    ASSERT_FALSE(rep.artifact_dir.empty()) << compiler::op_name(op) << ": no fused kernel";
+    ASSERT_FALSE(rep.artifact_dir.empty()) << what << ": no fused kernel";
     std::vector<StaticKernel> ks = analysis::static_artifact(rep.artifact_dir, "", nullptr);
-    ASSERT_EQ(ks.size(), 1u) << compiler::op_name(op);
+    ASSERT_EQ(ks.size(), 1u) << what;
     const StaticLoop* l = main_loop(ks[0]);
-    ASSERT_NE(l, nullptr) << analysis::static_text(ks);
-    EXPECT_NE(l->facts.widest, debuginfo::VectorWidth::scalar) << analysis::static_text(ks);
-    EXPECT_FALSE(has_rule(ks[0], "scalar_loop")) << analysis::static_text(ks);
-  }
+    ASSERT_NE(l, nullptr) << what << "\n" << analysis::static_text(ks);
+    EXPECT_NE(l->facts.widest, debuginfo::VectorWidth::scalar) << what << "\n" << analysis::static_text(ks);
+    EXPECT_FALSE(has_rule(ks[0], "scalar_loop")) << what << "\n" << analysis::static_text(ks);
+  };
+  for (compiler::OpKind op : {compiler::OpKind::exp, compiler::OpKind::tanh, compiler::OpKind::sigmoid,
+                              compiler::OpKind::gelu})
+    expect_vector_loop(compiler::op_name(op), [op](compiler::Graph& g, int x) { return unary(g, op, x); });
+  // pow by the exponents the eager kernel computes without pow (x * x * x for 3, ...)
+  for (double e : {2.0, 3.0, -2.0, -1.0, 0.5, -0.5})
+    expect_vector_loop("pow " + std::to_string(e),
+                       [e](compiler::Graph& g, int x) { return scalar_op(g, compiler::OpKind::pow, x, e); });
   fs::remove_all(cache);
 }
 

@@ -78,6 +78,14 @@ def native(fn, *cpu_args):
     return got, reference(fn, *cpu_args)
 
 
+def steady_call(compiled, *args):
+    """A call of an opscope.compile'd function after its first one. The first call of an input
+    signature traces each region by running its ops eagerly and returns those values; only
+    later calls run the generated kernels, so a test of the kernels' values reads a later one."""
+    compiled(*args)
+    return compiled(*args)
+
+
 def rand(*shape, dtype=torch.float32, positive=False):
     x = torch.randn(*shape)
     if positive:

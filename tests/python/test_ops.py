@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import opscope
-from conftest import assert_close, fallbacks, native, rand
+from conftest import assert_close, fallbacks, native, rand, steady_call
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 SIZES = [1, 3, 4097]
@@ -40,6 +40,28 @@ def test_binary_odd_sizes_and_scalars(n):
                lambda x, y: torch.tensor(2.0) * x):
         got, want = native(fn, a, b)
         assert_close(got, want)
+
+
+def _same_bits(got, want):
+    got, want = got.cpu(), want
+    return bool(((got.view(torch.int32) == want.view(torch.int32)) | (got.isnan() & want.isnan())).all())
+
+
+@pytest.mark.parametrize("exponent", [2.0, 3.0, -2.0, -1.0, 0.5, -0.5])
+def test_pow_by_a_constant_is_torchs_value_bit_for_bit(exponent):
+    # torch's CPU kernel computes these exponents as x * x * x, 1 / (x * x), sqrt ... rather
+    # than pow (a correctly rounded pow differs from x * x * x in a quarter of all f32); so
+    # does the device, eager and in a compiled kernel, with -0, infinities and NaN as torch.
+    x = torch.cat([torch.randn(4099) * 10, torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"),
+                                                          1e-40, -1e-40, 3e38, -3e38])])
+    got, want = native(lambda t: torch.pow(t, exponent), x)
+    assert _same_bits(got, want), (got.cpu() - want).abs().max()
+    fn = lambda t: torch.pow(t, exponent) * 2.0  # noqa: E731  (an exact scaling, so the bits stay torch's)
+    c = opscope.compile(fn)
+    dx = x.to(opscope.device())
+    assert _same_bits(steady_call(c, dx), fn(x))
+    ks = [k for r in c.report(dx) for k in r.kernels]
+    assert len(ks) == 1 and ks[0].startswith("fused_"), ks
 
 
 def test_binary_non_contiguous_views():

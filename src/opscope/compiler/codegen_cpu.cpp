@@ -408,7 +408,16 @@ class Emitter {
       case OpKind::div: return a(0) + " / " + a(1);
       case OpKind::pow: {
         const Node& e = b_.producer(n.inputs[1]);
-        if (e.kind == OpKind::constant && e.attrs.scalar == 2.0) return a(0) + " * " + a(0);
+        // the eager kernel's exponents (elementwise_binary.cpp), by the same steps
+        if (e.kind == OpKind::constant) {
+          double s = e.attrs.scalar;
+          if (s == 2.0) return a(0) + " * " + a(0);
+          if (s == 3.0) return fmt::format("{0} * {0} * {0}", a(0));
+          if (s == -2.0) return fmt::format("1.0f / ({0} * {0})", a(0));
+          if (s == -1.0) return fmt::format("1.0f / {}", a(0));
+          if (s == 0.5) return fmt::format("__builtin_sqrtf({})", a(0));
+          if (s == -0.5) return fmt::format("1.0f / __builtin_sqrtf({})", a(0));
+        }
         return fmt::format("__builtin_powf({}, {})", a(0), a(1));
       }
       case OpKind::maximum: return fmt::format("ofs_max({}, {})", a(0), a(1));

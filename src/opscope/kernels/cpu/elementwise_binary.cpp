@@ -50,11 +50,37 @@ struct Pow {
   static constexpr bool kIntegers = false;
   [[gnu::always_inline]] static float f(float a, float b) { return std::pow(a, b); }
 };
-// pow(x, 2): the common case, as x * x (what std::pow returns too), vectorized.
+// pow(x, s) for the exponents torch's CPU kernel computes without pow (PowKernel.cpp: 2, 3,
+// -2, 0.5, -0.5, -1), by its steps, so that the values are torch's bit for bit and the loops
+// vectorize. std::pow, correctly rounded, differs from x * x * x in a quarter of all f32.
 struct Square {
   static constexpr bool kIntegers = false;
   static constexpr bool kLanes = true;
   template <class C> [[gnu::always_inline]] static C f(C a, C) { return a * a; }
+};
+struct Cube {
+  static constexpr bool kIntegers = false;
+  static constexpr bool kLanes = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C) { return a * a * a; }
+};
+struct InverseSquare {
+  static constexpr bool kIntegers = false;
+  static constexpr bool kLanes = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C) { return 1.0f / (a * a); }
+};
+struct Inverse {
+  static constexpr bool kIntegers = false;
+  static constexpr bool kLanes = true;
+  template <class C> [[gnu::always_inline]] static C f(C a, C) { return 1.0f / a; }
+};
+// sqrt(-0) is -0 and sqrt(-inf) NaN, where pow gives +0 and +inf: torch's values.
+struct SquareRoot {
+  static constexpr bool kIntegers = false;
+  [[gnu::always_inline]] static float f(float a, float) { return std::sqrt(a); }
+};
+struct InverseSquareRoot {
+  static constexpr bool kIntegers = false;
+  [[gnu::always_inline]] static float f(float a, float) { return 1.0f / std::sqrt(a); }
 };
 // maximum/minimum propagate NaN from either side, as torch.maximum.
 struct Maximum {
@@ -339,7 +365,14 @@ LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, d
     case BinaryOp::mul: return make_scalar<Mul>(op, out, x, s, scalar_first);
     case BinaryOp::div: return make_scalar<Div>(op, out, x, s, scalar_first);
     case BinaryOp::pow:
-      if (s == 2.0 && !scalar_first) return make_scalar<Square>(op, out, x, s, scalar_first);
+      if (!scalar_first) {
+        if (s == 2.0) return make_scalar<Square>(op, out, x, s, false);
+        if (s == 3.0) return make_scalar<Cube>(op, out, x, s, false);
+        if (s == -2.0) return make_scalar<InverseSquare>(op, out, x, s, false);
+        if (s == -1.0) return make_scalar<Inverse>(op, out, x, s, false);
+        if (s == 0.5) return make_scalar<SquareRoot>(op, out, x, s, false);
+        if (s == -0.5) return make_scalar<InverseSquareRoot>(op, out, x, s, false);
+      }
       return make_scalar<Pow>(op, out, x, s, scalar_first);
     case BinaryOp::maximum: return make_scalar<Maximum>(op, out, x, s, scalar_first);
     case BinaryOp::minimum: return make_scalar<Minimum>(op, out, x, s, scalar_first);
