@@ -74,8 +74,7 @@ struct Log {
   static constexpr int kFlops = 1;
   [[gnu::always_inline]] static float f(float x) { return ofs_log(x); }
 };
-// std::sqrt stays a scalar call unless built with -fno-math-errno; it is exact, and
-// the callers (norms) that need it fast compute it once per row.
+// std::sqrt: exact, and one vsqrtps per register (the kernels build with -fno-math-errno).
 struct Sqrt {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 1;
