@@ -48,6 +48,13 @@ std::vector<Tensor> run_eager(const compiler::Graph& g, const std::vector<Tensor
   return outs;
 }
 
+// A call after the first of its signature: the first returns its trace's eager values, later ones the kernels'.
+template <class... Ts>
+Tensor steady_call(const CompiledFunction& f, const Ts&... xs) {
+  f(xs...);
+  return f(xs...);
+}
+
 std::vector<Tensor> random_inputs(const compiler::Graph& g, uint64_t seed) {
   std::vector<Tensor> xs;
   for (int v : g.inputs) xs.push_back(randn(g.values[size_t(v)].shape, seed++, g.values[size_t(v)].dtype));
@@ -172,7 +179,7 @@ TEST(CompilerCompile, FusedGeluTanhAndLogAreTheEagerKernelsMath) {
   for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 88.f, -88.f, 1e30f, -1e30f, INFINITY, -INFINITY})
     xs.push_back(v);
   Tensor x = from_host(xs, {int64_t(xs.size())}), y = full({int64_t(xs.size())}, 1.0);
-  auto got = f(x, y).to_float_vector(), want = fn(x, y).to_float_vector();
+  auto got = steady_call(f, x, y).to_float_vector(), want = fn(x, y).to_float_vector();
   CompileReport rep = f.report({x, y});
   ASSERT_EQ(rep.kernels.size(), 3u) << rep.str();
   for (const char* call : {"ofs_gelu(", "ofs_tanh(", "ofs_log("}) EXPECT_NE(rep.source.find(call), std::string::npos) << call;

@@ -418,12 +418,15 @@ TEST_F(LlamaCompiled, HalfPrecisionCompiledTracksEager) {
   c.dtype = DType::bf16;
   LlamaModel m(c, 8);
   std::vector<int64_t> ids = {1, 50, 100, 150, 200};
-  KvCache ce, cc;
+  KvCache ce;
   std::vector<float> eager = m.prefill(tokens(ids), ce).to_float_vector();
   std::vector<float> eager_step = m.decode(7, ce).to_float_vector();
   m.set_compiled_regions({"all"});
-  Tensor got = m.prefill(tokens(ids), cc);
-  EXPECT_EQ(got.dtype(), DType::bf16);
-  EXPECT_LT(max_diff(got.to_float_vector(), eager), 0.1);
-  EXPECT_LT(max_diff(m.decode(7, cc).to_float_vector(), eager_step), 0.1);
+  for (int rep = 0; rep < 2; ++rep) {  // the first pass traces each region (eager values); the second runs them compiled
+    KvCache cc;
+    Tensor got = m.prefill(tokens(ids), cc);
+    EXPECT_EQ(got.dtype(), DType::bf16);
+    EXPECT_LT(max_diff(got.to_float_vector(), eager), 0.1) << "pass " << rep;
+    EXPECT_LT(max_diff(m.decode(7, cc).to_float_vector(), eager_step), 0.1) << "pass " << rep;
+  }
 }

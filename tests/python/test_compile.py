@@ -14,6 +14,8 @@ import torch
 import opscope
 from opscope.profiler import Config, profile
 
+from conftest import steady_call
+
 
 def naive_rms_norm(x, w, eps=1e-6):
     x_sq = x * x
@@ -54,8 +56,10 @@ def test_known_patterns_compile_to_one_kernel(dev, fn, shapes):
     args = [torch.randn(s) for s in shapes]
     dargs = [a.to(dev) for a in args]
     c = opscope.compile(fn)
-    got = c(*dargs)
-    torch.testing.assert_close(got.cpu(), fn(*args), atol=1e-5, rtol=1e-5)
+    want = fn(*args)
+    # The first call (its trace's eager run) and a later one (the fused kernel).
+    torch.testing.assert_close(c(*dargs).cpu(), want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(steady_call(c, *dargs).cpu(), want, atol=1e-5, rtol=1e-5)
     ks = kernels(c, *dargs)
     assert len(ks) == 1 and ks[0].startswith("fused_"), ks
     assert eager_nodes(c, *dargs) == 0
@@ -100,11 +104,13 @@ def test_random_graphs_equal_eager(dev, seed):
     f = random_program(rng, rank)
     x, y = torch.randn(shape), torch.randn(shape)
     c = opscope.compile(f)
-    got = c(x.to(dev), y.to(dev))
+    first = c(x.to(dev), y.to(dev))
+    got = steady_call(c, x.to(dev), y.to(dev))  # the generated kernels' values (the first call's are eager)
     want_cpu = f(x, y)
     want_dev = f(x.to(dev), y.to(dev))
-    torch.testing.assert_close(got.cpu(), want_cpu, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(got.cpu(), want_dev.cpu(), atol=1e-4, rtol=1e-4)
+    for out in (first, got):
+        torch.testing.assert_close(out.cpu(), want_cpu, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(out.cpu(), want_dev.cpu(), atol=1e-4, rtol=1e-4)
 
 
 def test_mixed_dtypes_and_casts(dev):
@@ -113,7 +119,8 @@ def test_mixed_dtypes_and_casts(dev):
 
     x, h = torch.randn(8, 64), torch.randn(8, 64).to(torch.bfloat16)
     c = opscope.compile(f)
-    got = c(x.to(dev), h.to(dev))
+    torch.testing.assert_close(c(x.to(dev), h.to(dev)).cpu(), f(x, h), atol=5e-2, rtol=2e-2)  # traced: eager
+    got = steady_call(c, x.to(dev), h.to(dev))  # the compiled casts
     torch.testing.assert_close(got.cpu(), f(x, h), atol=5e-2, rtol=2e-2)
 
 
@@ -144,10 +151,11 @@ def test_unlowered_nodes_run_eagerly_with_one_warning(dev):
     c = opscope.compile(f)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        got = c(x.to(dev))
-        c(x.to(dev))
+        first = c(x.to(dev))
+        got = steady_call(c, x.to(dev))  # the regions around cumsum as compiled
     ours = [str(m.message) for m in w if "opscope.compile" in str(m.message)]
     assert len(ours) == 1 and "cumsum" in ours[0], ours
+    torch.testing.assert_close(first.cpu(), f(x), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got.cpu(), f(x), atol=1e-5, rtol=1e-5)
 
 
@@ -279,7 +287,9 @@ def test_a_decoder_block_compiled_equals_eager(dev):
     c = opscope.compile(block)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = c(x.to(dev), mask.to(dev))
+        first = c(x.to(dev), mask.to(dev))
+        got = steady_call(c, x.to(dev), mask.to(dev))  # the compiled plan (the first call's values are eager)
+    torch.testing.assert_close(first.cpu(), want, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-4)
     ks = kernels(c, x.to(dev), mask.to(dev))
     assert any("rsqrt" in k for k in ks) and any("silu_mul" in k for k in ks), ks
@@ -289,6 +299,9 @@ def test_passes_choose_what_the_compiler_runs(dev):
     x, w = torch.randn(8, 64).to(dev), torch.randn(64).to(dev)
     unfused = opscope.compile(naive_rms_norm, passes=("dce", "cse", "fold"))
     torch.testing.assert_close(unfused(x, w).cpu(), naive_rms_norm(x.cpu(), w.cpu()), atol=1e-5, rtol=1e-5)
+    # A later call runs the compiled graph (op by op), not the first call's trace.
+    torch.testing.assert_close(steady_call(unfused, x, w).cpu(), naive_rms_norm(x.cpu(), w.cpu()), atol=1e-5,
+                               rtol=1e-5)
     assert kernels(unfused, x, w) == [] and eager_nodes(unfused, x, w) == 6
     assert len(kernels(opscope.compile(naive_rms_norm), x, w)) == 1
     with pytest.raises(ValueError, match=r"passes: unknown pass 'fusion'"):
@@ -301,12 +314,15 @@ def test_operands_of_two_dtypes_run_eagerly_and_promote_as_torch(dev):
         return torch.cat([pos[:, None].float() * inv_freq[None, :]] * 2, -1).cos()
 
     pos, inv = torch.arange(5), (1.0 / 10000 ** (torch.arange(0, 8, 2) / 8)).to(torch.bfloat16)
+    c = opscope.compile(f)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = opscope.compile(f)(pos.to(dev), inv.to(dev))
+        first = c(pos.to(dev), inv.to(dev))
+        got = steady_call(c, pos.to(dev), inv.to(dev))  # the compiled plan around the eager mul
     want = f(pos, inv)
-    assert got.dtype == want.dtype == torch.float32
-    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    for out in (first, got):
+        assert out.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(out.cpu(), want, rtol=1e-5, atol=1e-5)
     assert any("aten.mul.Tensor runs eagerly (operands of dtypes torch.float32 and torch.bfloat16)" in str(w.message)
                for w in caught), [str(w.message) for w in caught]
 
@@ -344,6 +360,9 @@ def test_the_dynamo_backend_registers_where_dynamo_exists_and_runs_an_fx_graph(d
     x, w = torch.randn(8, 64), torch.randn(64)
     run = registered["opscope"](gm, [x.to(dev), w.to(dev)])
     torch.testing.assert_close(run(x.to(dev), w.to(dev)).cpu(), naive_rms_norm(x, w), atol=1e-5, rtol=1e-5)
+    # Its first call traced the region eagerly; a later one runs the fused kernel.
+    torch.testing.assert_close(steady_call(run, x.to(dev), w.to(dev)).cpu(), naive_rms_norm(x, w), atol=1e-5,
+                               rtol=1e-5)
 
 
 def test_a_new_shape_recompiles_with_a_report_and_the_limit_falls_back_to_eager(dev):

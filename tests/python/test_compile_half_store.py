@@ -8,6 +8,8 @@ import torch
 
 import opscope
 
+from conftest import steady_call
+
 SPECIAL = [1e-39, -1e-40, 1.17e-38, 1.00390625, 1.01171875, -1.00390625, 65519.0, 65520.0, 3.4e38,
            6e-8, 3e-8, float("inf"), float("-inf"), float("nan"), 0.0, 1.0]
 
@@ -27,13 +29,15 @@ def test_half_results_equal_torchs_conversion_bit_for_bit(dev, dtype, shape):
     y = torch.zeros(shape)
     want = x.to(dtype)
     f = opscope.compile(add_to(dtype))
-    got = f(x.to(dev), y.to(dev)).cpu()
-    assert got.dtype == dtype
-    # NaN as NaN (torch 1.13 writes bf16 NaN as 0xffff, opscope as the quieted input's top half).
-    assert torch.equal(got.isnan(), want.isnan())
-    num = ~want.isnan()
-    bits, want_bits = got.view(torch.int16)[num], want.view(torch.int16)[num]
-    assert torch.equal(bits, want_bits), (bits != want_bits).nonzero()[:8]
+    first = f(x.to(dev), y.to(dev)).cpu()  # traced: the eager ops' conversion
+    got = steady_call(f, x.to(dev), y.to(dev)).cpu()  # the fused kernel's store
+    for out in (first, got):
+        assert out.dtype == dtype
+        # NaN as NaN (torch 1.13 writes bf16 NaN as 0xffff, opscope as the quieted input's top half).
+        assert torch.equal(out.isnan(), want.isnan())
+        num = ~want.isnan()
+        bits, want_bits = out.view(torch.int16)[num], want.view(torch.int16)[num]
+        assert torch.equal(bits, want_bits), (bits != want_bits).nonzero()[:8]
     reports = f.report(x.to(dev), y.to(dev))
     assert any(k.startswith("fused_") for r in reports for k in r.kernels)
     store16 = "bf16_st16(a" if dtype == torch.bfloat16 else "f16_st16(a"

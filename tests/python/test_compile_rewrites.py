@@ -9,6 +9,8 @@ import torch
 import opscope
 from opscope.profiler import profile
 
+from conftest import steady_call
+
 
 def _randomize_norms(m):
     """Batch norms with statistics and affine parameters far from their defaults, so a
@@ -37,6 +39,13 @@ def _close(got, want):
     torch.testing.assert_close(got.cpu(), want.cpu(), atol=1e-5, rtol=1e-5)
 
 
+def _close_first_and_steady(c, x, want):
+    """c's first call for x (its regions traced: their eager values) and a later one (the
+    compiled plan), each against `want`."""
+    _close(c(x), want)
+    _close(steady_call(c, x), want)
+
+
 def _kernels_and_ops(fn, *args):
     with torch.no_grad(), profile() as prof:
         fn(*args)
@@ -53,7 +62,7 @@ def test_eval_batch_norms_fold_into_the_convolutions_before_them(dev):
     c = opscope.compile(m)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "convolution runs eagerly": the library's kernel, not generated code
-        _close(c(x), _eager(m, x))
+        _close_first_and_steady(c, x, _eager(m, x))
     keys = _kernels_and_ops(c, x)
     assert not any("batch_norm" in k for k in keys), keys
     assert sum(k.startswith("conv2d") for k in keys) == 3, keys
@@ -83,7 +92,7 @@ def test_a_norm_whose_convolution_output_is_read_elsewhere_is_not_folded(dev):
     c = opscope.compile(m)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _close(c(x), _eager(m, x))
+        _close_first_and_steady(c, x, _eager(m, x))
     assert any("batch_norm" in k for k in _kernels_and_ops(c, x))
 
 
@@ -115,7 +124,7 @@ def test_parameters_are_read_from_the_module_on_every_call(dev):
     m = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh()).to(dev)
     x = torch.randn(4, 16).to(dev)
     c = opscope.compile(m)
-    _close(c(x), _eager(m, x))
+    _close_first_and_steady(c, x, _eager(m, x))
     m[0].weight = torch.nn.Parameter(torch.randn(8, 16).to(dev))  # a new tensor in the slot
     _close(c(x), _eager(m, x))
     m[0].bias.data = torch.randn(8).to(dev)  # the same Parameter, new data
@@ -126,6 +135,7 @@ def test_parameters_are_read_from_the_module_on_every_call(dev):
         warnings.simplefilter("always")
         got = c(x)
     _close(got, _eager(m, x))
+    _close(steady_call(c, x), _eager(m, x))  # the new signature's plan, as compiled
     assert len(c.plans) == 2
     assert any("parameters or buffers changed" in str(r.message) for r in w), [str(r.message) for r in w]
 
@@ -141,7 +151,7 @@ def test_convolutions_take_the_activation_after_them_as_their_epilogue(dev):
     c = opscope.compile(m)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _close(c(x), _eager(m, x))
+        _close_first_and_steady(c, x, _eager(m, x))
     keys = _kernels_and_ops(c, x)
     fused = sorted(k for k in keys if k.startswith("conv2d"))
     assert fused == ["conv2d_1x1_f32", "conv2d_1x1_relu6_f32", "conv2d_depthwise_relu_f32", "conv2d_hardswish_f32",
@@ -171,9 +181,10 @@ def test_a_residual_add_and_its_activation_join_the_convolution_before_them(dev)
     c = opscope.compile(m)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got, want = c(x), _eager(m, x)
-    for g, w in zip(got, want):
-        _close(g, w)
+        first, got, want = c(x), steady_call(c, x), _eager(m, x)  # the first call traced; the later one compiled
+    for out in (first, got):
+        for g, w in zip(out, want):
+            _close(g, w)
     keys = _kernels_and_ops(c, x)
     assert sorted(k for k in keys if k.startswith("conv2d")) == ["conv2d_1x1_add_f32", "conv2d_add_relu_f32",
                                                                  "conv2d_relu_f32"], keys
@@ -210,7 +221,7 @@ def test_explain_says_what_each_rewrite_did(dev, capfd):
     c = opscope.compile(m, explain=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _close(c(x), _eager(m, x))
+        _close_first_and_steady(c, x, _eager(m, x))
     err = capfd.readouterr().err
     assert "[opscope.compile] Sequential: batch norm 1 folded into convolution 0" in err, err
     assert "[opscope.compile] Sequential: convolution 0 + relu: one kernel (opscope::conv2d_act)" in err, err
