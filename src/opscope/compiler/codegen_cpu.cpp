@@ -9,6 +9,7 @@
 #include <set>
 
 #include "opscope/compiler/hash.h"
+#include "opscope/compiler/scalar_ops.h"
 #include "opscope/compiler/vec_math_text.h"
 #include "opscope/core/error.h"
 
@@ -408,16 +409,8 @@ class Emitter {
       case OpKind::div: return a(0) + " / " + a(1);
       case OpKind::pow: {
         const Node& e = b_.producer(n.inputs[1]);
-        // the eager kernel's exponents (elementwise_binary.cpp), by the same steps
-        if (e.kind == OpKind::constant) {
-          double s = e.attrs.scalar;
-          if (s == 2.0) return a(0) + " * " + a(0);
-          if (s == 3.0) return fmt::format("{0} * {0} * {0}", a(0));
-          if (s == -2.0) return fmt::format("1.0f / ({0} * {0})", a(0));
-          if (s == -1.0) return fmt::format("1.0f / {}", a(0));
-          if (s == 0.5) return fmt::format("__builtin_sqrtf({})", a(0));
-          if (s == -0.5) return fmt::format("1.0f / __builtin_sqrtf({})", a(0));
-        }
+        if (e.kind == OpKind::constant)  // the eager kernel's steps for torch's special exponents
+          if (std::string s = pow_expr(a(0), e.attrs.scalar, "__builtin_sqrtf"); !s.empty()) return s;
         return fmt::format("__builtin_powf({}, {})", a(0), a(1));
       }
       case OpKind::maximum: return fmt::format("ofs_max({}, {})", a(0), a(1));

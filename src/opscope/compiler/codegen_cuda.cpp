@@ -11,6 +11,7 @@
 #include <set>
 
 #include "opscope/compiler/hash.h"
+#include "opscope/compiler/scalar_ops.h"
 #include "opscope/core/error.h"
 
 namespace opscope::compiler {
@@ -361,7 +362,8 @@ class Emitter {
       case OpKind::div: return a(0) + " / " + a(1);
       case OpKind::pow: {
         const Node& e = b_.producer(n.inputs[1]);
-        if (e.kind == OpKind::constant && e.attrs.scalar == 2.0) return a(0) + " * " + a(0);
+        if (e.kind == OpKind::constant)  // the eager kernels' steps for torch's special exponents
+          if (std::string s = pow_expr(a(0), e.attrs.scalar, "sqrtf"); !s.empty()) return s;
         return fmt::format("powf({}, {})", a(0), a(1));
       }
       case OpKind::maximum: return fmt::format("ofs_max({}, {})", a(0), a(1));

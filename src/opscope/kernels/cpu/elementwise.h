@@ -38,6 +38,21 @@ inline constexpr int kUnaryOpCount = int(UnaryOp::erfinv) + 1;
 // remainder: torch's (Python's %: the sign of the divisor), integers included.
 enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor, remainder };
 
+// pow(x, s) for the exponents torch's CPU kernel computes without pow (PowKernel.cpp), by
+// its steps: x * x, x * x * x, 1 / (x * x), 1 / x, sqrt x, 1 / sqrt x. The eager kernels
+// and the compiler's fused code take them too, so their values are torch's bit for bit
+// (a correctly rounded pow differs from x * x * x in a quarter of all f32).
+enum class PowSteps : uint8_t { none, square, cube, inverse_square, inverse, sqrt, inverse_sqrt };
+inline PowSteps pow_steps(double s) {
+  if (s == 2.0) return PowSteps::square;
+  if (s == 3.0) return PowSteps::cube;
+  if (s == -2.0) return PowSteps::inverse_square;
+  if (s == -1.0) return PowSteps::inverse;
+  if (s == 0.5) return PowSteps::sqrt;
+  if (s == -0.5) return PowSteps::inverse_sqrt;
+  return PowSteps::none;
+}
+
 std::string_view op_name(UnaryOp op);
 std::string_view op_name(BinaryOp op);
 // Kernel names, "exp_f32", "mul_bf16", "add_scalar_f32": made once, as formatting one

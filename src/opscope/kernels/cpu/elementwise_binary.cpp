@@ -50,9 +50,8 @@ struct Pow {
   static constexpr bool kIntegers = false;
   [[gnu::always_inline]] static float f(float a, float b) { return std::pow(a, b); }
 };
-// pow(x, s) for the exponents torch's CPU kernel computes without pow (PowKernel.cpp: 2, 3,
-// -2, 0.5, -0.5, -1), by its steps, so that the values are torch's bit for bit and the loops
-// vectorize. std::pow, correctly rounded, differs from x * x * x in a quarter of all f32.
+// pow(x, s) by torch's steps for its special exponents (pow_steps, elementwise.h), in loops
+// that vectorize.
 struct Square {
   static constexpr bool kIntegers = false;
   static constexpr bool kLanes = true;
@@ -365,14 +364,15 @@ LaunchSpec binary_scalar_spec(BinaryOp op, const Tensor& out, const Tensor& x, d
     case BinaryOp::mul: return make_scalar<Mul>(op, out, x, s, scalar_first);
     case BinaryOp::div: return make_scalar<Div>(op, out, x, s, scalar_first);
     case BinaryOp::pow:
-      if (!scalar_first) {
-        if (s == 2.0) return make_scalar<Square>(op, out, x, s, false);
-        if (s == 3.0) return make_scalar<Cube>(op, out, x, s, false);
-        if (s == -2.0) return make_scalar<InverseSquare>(op, out, x, s, false);
-        if (s == -1.0) return make_scalar<Inverse>(op, out, x, s, false);
-        if (s == 0.5) return make_scalar<SquareRoot>(op, out, x, s, false);
-        if (s == -0.5) return make_scalar<InverseSquareRoot>(op, out, x, s, false);
-      }
+      if (!scalar_first) switch (pow_steps(s)) {
+          case PowSteps::square: return make_scalar<Square>(op, out, x, s, false);
+          case PowSteps::cube: return make_scalar<Cube>(op, out, x, s, false);
+          case PowSteps::inverse_square: return make_scalar<InverseSquare>(op, out, x, s, false);
+          case PowSteps::inverse: return make_scalar<Inverse>(op, out, x, s, false);
+          case PowSteps::sqrt: return make_scalar<SquareRoot>(op, out, x, s, false);
+          case PowSteps::inverse_sqrt: return make_scalar<InverseSquareRoot>(op, out, x, s, false);
+          case PowSteps::none: break;
+        }
       return make_scalar<Pow>(op, out, x, s, scalar_first);
     case BinaryOp::maximum: return make_scalar<Maximum>(op, out, x, s, scalar_first);
     case BinaryOp::minimum: return make_scalar<Minimum>(op, out, x, s, scalar_first);
