@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "inputs_util.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/elementwise.h"
 #include "opscope/kernels/cpu/strided.h"
@@ -19,6 +20,8 @@
 #include "opscope/runtime/stream.h"
 
 using namespace opscope;
+using test_util::every_bit_pattern;
+using test_util::uniform;
 
 namespace {
 
@@ -27,14 +30,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const std::vector<Shape> kShapes = {{1}, {3}, {4097}, {2, 3, 4097}};
 const DType kFloats[] = {DType::f32, DType::bf16, DType::f16};
-
-std::vector<float> uniform(int64_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = d(gen);
-  return v;
-}
 
 // A tensor of `shape` with values in [lo, hi), rounded to dtype.
 Tensor input(const Shape& shape, DType dt, float lo, float hi, uint32_t seed, Device* dev = nullptr) {
@@ -515,14 +510,6 @@ TEST(Elementwise, NaNPropagation) {
   EXPECT_TRUE(std::isnan(maximum(a, 0.0).to_float_vector()[0]));
   EXPECT_TRUE(std::isnan(relu(a).to_float_vector()[0]));
   for (const auto& c : unary_cases()) EXPECT_TRUE(std::isnan(c.op(a).to_float_vector()[0])) << c.name;
-}
-
-// Each of the 65536 values of a 16-bit dtype (NaNs quieted), in the order of their bits.
-Tensor every_bit_pattern(DType dt) {
-  std::vector<float> all;
-  for (uint32_t bits = 0; bits < 65536; ++bits)
-    all.push_back(dt == DType::bf16 ? to_f32(std::bit_cast<bf16_t>(uint16_t(bits))) : to_f32(std::bit_cast<f16_t>(uint16_t(bits))));
-  return from_host(all, {65536}, dt);
 }
 
 // bf16 and f16 arithmetic runs on registers of f32 lanes (bf16 as even and odd lanes where
