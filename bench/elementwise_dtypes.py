@@ -24,6 +24,10 @@ OPS = {
     "a ** 3": lambda a, b: torch.pow(a, 3.0),
     "sqrt(|a|)": lambda a, b: torch.sqrt(a),  # a: the absolute values (below), sqrt's domain
     "exp(a)": lambda a, b: torch.exp(a),
+    "leaky_relu(a)": lambda a, b: torch.nn.functional.leaky_relu(a),
+    "elu(a)": lambda a, b: torch.nn.functional.elu(a),
+    "softplus(a)": lambda a, b: torch.nn.functional.softplus(a),
+    "mish(a)": lambda a, b: torch.nn.functional.mish(a),
 }
 POSITIVE = {"sqrt(|a|)"}
 
@@ -54,7 +58,7 @@ def main():
     dev = opscope.device()
     torch.set_num_threads(args.torch_threads)
     print(f"{args.elements} elements, best of 15, torch CPU at {torch.get_num_threads()} threads")
-    print(f"{'op':10} {'dtype':9} {'device us':>10} {'torch us':>10} {'device/torch':>13}")
+    print(f"{'op':13} {'dtype':9} {'device us':>10} {'torch us':>10} {'device/torch':>13}")
     for dt in (torch.float32, torch.bfloat16, torch.float16):
         a = torch.randn(args.elements).to(dt)
         b = torch.randn(args.elements).to(dt)
@@ -65,9 +69,9 @@ def main():
             try:
                 c = best_us(lambda: f(x, b), lambda: None)
             except RuntimeError:  # torch 1.13's CPU has no f16 exp
-                print(f"{name:10} {str(dt)[6:]:9} {d:10.0f} {'none':>10} {'':>13}")
+                print(f"{name:13} {str(dt)[6:]:9} {d:10.0f} {'none':>10} {'':>13}")
                 continue
-            print(f"{name:10} {str(dt)[6:]:9} {d:10.0f} {c:10.0f} {d / c:13.2f}")
+            print(f"{name:13} {str(dt)[6:]:9} {d:10.0f} {c:10.0f} {d / c:13.2f}")
 
 
 if __name__ == "__main__":

@@ -54,8 +54,8 @@ def test_boolean_masks_and_index_lists(dev):
 def test_fallback_inplace_and_views_keep_aliasing(dev):
     x = torch.randn(4, 6)
     d = x.to(dev)
-    d[:, 1:3].exp2_()  # no opscope kernel: in place through a view
-    x[:, 1:3].exp2_()
+    d[:, 1:3].lgamma_()  # no opscope kernel: in place through a view
+    x[:, 1:3].lgamma_()
     assert torch.equal(d.cpu(), x)
     d.diagonal().zero_()  # diagonal is a view: the write reaches d
     x.diagonal().zero_()

@@ -121,6 +121,39 @@ OPSCOPE_UNARY_OP(cosh)
 OPSCOPE_UNARY_OP(erfinv)
 #undef OPSCOPE_UNARY_OP
 
+// ---- unary with parameters: CPU kernels only ----
+namespace {
+using cpu_kernels::ParamUnaryOp;
+using cpu_kernels::UnaryParams;
+
+Tensor unary_param(const char* op, ParamUnaryOp kind, const Tensor& x, UnaryParams p = {}) {
+  check_defined(op, x, "x");
+  if (!is_floating(x.dtype()))
+    fail(op, "dtype {} is not supported (shape {}); {} takes f32, bf16 or f16, convert with .to()",
+         dtype_name(x.dtype()), x.shape().str(), op);
+  ops_detail::cpu_only(op, x.device());
+  Tensor out = runtime::allocate(x.shape(), x.dtype(), x.device());
+  if (out.numel()) runtime::launch(x.device(), cpu_kernels::unary_param_spec(kind, out, x, p), {&x}, {&out});
+  return out;
+}
+}  // namespace
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  OPSCOPE_OP("leaky_relu", &x);
+  return unary_param("leaky_relu", ParamUnaryOp::leaky_relu, x, {float(negative_slope)});
+}
+Tensor elu(const Tensor& x, double alpha, double scale, double input_scale) {
+  OPSCOPE_OP("elu", &x);
+  return unary_param("elu", ParamUnaryOp::elu, x, {float(alpha), float(scale), float(input_scale)});
+}
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  OPSCOPE_OP("softplus", &x);
+  return unary_param("softplus", ParamUnaryOp::softplus, x, {float(beta), float(threshold)});
+}
+Tensor mish(const Tensor& x) { OPSCOPE_OP("mish", &x); return unary_param("mish", ParamUnaryOp::mish, x); }
+Tensor log10(const Tensor& x) { OPSCOPE_OP("log10", &x); return unary_param("log10", ParamUnaryOp::log10, x); }
+Tensor exp2(const Tensor& x) { OPSCOPE_OP("exp2", &x); return unary_param("exp2", ParamUnaryOp::exp2, x); }
+
 // ---- binary ----
 Tensor add(const Tensor& a, const Tensor& b) { OPSCOPE_OP("add", &a, &b); return binary("add", BinaryOp::add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { OPSCOPE_OP("sub", &a, &b); return binary("sub", BinaryOp::sub, a, b); }

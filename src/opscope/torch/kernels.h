@@ -112,6 +112,11 @@ template <Form F, bool kFloorDivide> void div_mode_kernel(const c10::OperatorHan
 template <Binary B, class Op, class... Alpha>
 at::Tensor binary_fast(const at::Tensor& a, const at::Tensor& b, const Alpha&... alpha);
 template <Unary U, Form F> void unary_kernel(const c10::OperatorHandle& op, Stack* s);
+// leaky_relu(self, negative_slope), elu(self, alpha, scale, input_scale) (selu and celu
+// reach it), softplus(self, beta, threshold), mish, log10, exp2: floating self only (torch
+// refuses integers for the activations; log10/exp2 of integers go to torch's kernel).
+enum class ParamUnary : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2 };
+template <ParamUnary P, Form F> void param_unary_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Reduce R, Form F> void reduce_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void argmax_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void var_kernel(const c10::OperatorHandle& op, Stack* s);

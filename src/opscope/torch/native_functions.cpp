@@ -118,6 +118,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_UNARY("gelu", gelu)  // both approximations: none (erf) and tanh
   OPSCOPE_UNARY("hardswish", hardswish)
   OPSCOPE_UNARY("hardsigmoid", hardsigmoid)
+#define OPSCOPE_PARAM_UNARY(name, kind)                                          \
+  m.impl(name, boxed<param_unary_kernel<ParamUnary::kind, F::functional>>());    \
+  m.impl(name ".out", boxed<param_unary_kernel<ParamUnary::kind, F::out>>());
+  OPSCOPE_PARAM_UNARY("leaky_relu", leaky_relu)
+  OPSCOPE_PARAM_UNARY("elu", elu)  // selu and celu too: torch computes them with elu
+  OPSCOPE_PARAM_UNARY("softplus", softplus)  // no softplus_ in torch
+  OPSCOPE_PARAM_UNARY("mish", mish)
+  OPSCOPE_PARAM_UNARY("log10", log10)
+  OPSCOPE_PARAM_UNARY("exp2", exp2)
+#undef OPSCOPE_PARAM_UNARY
+  m.impl("leaky_relu_", boxed<param_unary_kernel<ParamUnary::leaky_relu, F::inplace>>());
+  m.impl("elu_", boxed<param_unary_kernel<ParamUnary::elu, F::inplace>>());
+  m.impl("mish_", boxed<param_unary_kernel<ParamUnary::mish, F::inplace>>());
+  m.impl("log10_", boxed<param_unary_kernel<ParamUnary::log10, F::inplace>>());
+  m.impl("exp2_", boxed<param_unary_kernel<ParamUnary::exp2, F::inplace>>());
   OPSCOPE_UNARY("floor", floor)
   OPSCOPE_UNARY("ceil", ceil)
   OPSCOPE_UNARY("trunc", trunc)

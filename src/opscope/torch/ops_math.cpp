@@ -322,6 +322,28 @@ void unary_kernel(const c10::OperatorHandle& op, Stack* s) {
   run_unary<F>(c, [](const Tensor& x) { return apply(U, x); });
 }
 
+template <ParamUnary P, Form F>
+void param_unary_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, true)) return c.fall_back();
+  if constexpr (F == Form::out) {
+    if (!at::isFloatingType(c.out().scalar_type())) return c.fall_back();  // torch's error
+  }
+  run_unary<F>(c, [&](const Tensor& x) {
+    switch (P) {
+      case ParamUnary::leaky_relu: return leaky_relu(x, c.number(1));
+      case ParamUnary::elu: return elu(x, c.number(1), c.number(2), c.number(3));
+      case ParamUnary::softplus: return softplus(x, c.number(1), c.number(2));
+      case ParamUnary::mish: return mish(x);
+      case ParamUnary::log10: return log10(x);
+      case ParamUnary::exp2: return exp2(x);
+    }
+    return Tensor();
+  });
+}
+
 template <Binary B, class Op, class... Alpha>
 at::Tensor binary_fast(const at::Tensor& a, const at::Tensor& b, const Alpha&... alpha) {
   at::ScalarType st = a.scalar_type();
@@ -417,6 +439,12 @@ OPSCOPE_FORMS(binary_kernel, Binary::pow)
 OPSCOPE_FORMS(binary_kernel, Binary::maximum)
 OPSCOPE_FORMS(binary_kernel, Binary::minimum)
 OPSCOPE_FORMS(binary_kernel, Binary::remainder)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::leaky_relu)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::elu)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::softplus)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::mish)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::log10)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::exp2)
 OPSCOPE_FORMS(unary_kernel, Unary::neg)
 OPSCOPE_FORMS(unary_kernel, Unary::abs)
 OPSCOPE_FORMS(unary_kernel, Unary::exp)

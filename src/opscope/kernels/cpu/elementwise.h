@@ -67,6 +67,21 @@ bool supports_integers(BinaryOp op);
 LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x);
 // out = op(a, b) broadcast; a, b and out share a dtype. Kernel "mul_f32".
 LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
+// Unary ops with torch's scalar parameters (UnaryParams a, b, c), and a few without, that
+// only the CPU device has (no CUDA kernels: the ops say so). Floating dtypes only.
+//   leaky_relu  a = negative_slope
+//   elu         a = alpha, b = scale, c = input_scale (torch's selu and celu are elus)
+//   softplus    a = beta, b = threshold
+//   mish, log10, exp2: none
+enum class ParamUnaryOp : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2 };
+inline constexpr int kParamUnaryOpCount = int(ParamUnaryOp::exp2) + 1;
+struct UnaryParams {
+  float a = 0, b = 0, c = 0;
+};
+std::string_view op_name(ParamUnaryOp op);
+// out = op(x; p); out has x's shape and dtype. Kernel "leaky_relu_f32".
+LaunchSpec unary_param_spec(ParamUnaryOp op, const Tensor& out, const Tensor& x, UnaryParams p);
+
 // out = op(x, s), or op(s, x) when scalar_first. For floating dtypes s is used as f32
 // (not rounded to bf16/f16); for integer dtypes it must be a value of x's dtype.
 // Kernel "add_scalar_f32".

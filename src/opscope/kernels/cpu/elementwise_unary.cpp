@@ -263,17 +263,94 @@ struct Erfinv {
   }
 };
 
+// ---- ops with torch's parameters (unary_param_spec): objects carrying them ----
+
+// e^x - 1 without the cancellation near 0: a Taylor series for |x| < 0.5 (x times it, so
+// -0 stays -0), exp minus one beyond.
+[[gnu::always_inline]] inline float expm1_f(float x) {
+  float p = 1.f / 40320;
+  p = p * x + 1.f / 5040;
+  p = p * x + 1.f / 720;
+  p = p * x + 1.f / 120;
+  p = p * x + 1.f / 24;
+  p = p * x + 1.f / 6;
+  p = p * x + 0.5f;
+  float small = x * (p * x + 1.f);
+  return blend(std::fabs(x) < 0.5f, small, ofs_exp(x) - 1.f);
+}
+// ln(1 + u): log(w) * u / (w - 1) with w = 1 + u corrects w's rounding (Goldberg); u
+// itself where w rounds to 1.
+[[gnu::always_inline]] inline float log1p_f(float u) {
+  float w = 1.f + u;
+  float r = ofs_log(w) * (u / (w - 1.f));
+  r = blend(w == 1.f, u, r);
+  return blend(u == INFINITY, u, r);
+}
+// softplus, torch's: x where x * beta > threshold, else log1p(e^(x * beta)) / beta.
+[[gnu::always_inline]] inline float softplus_f(float x, float beta, float threshold) {
+  float z = x * beta;
+  return blend(z > threshold, x, log1p_f(ofs_exp(z)) / beta);
+}
+
+struct LeakyRelu {  // x > 0 ? x : x * negative_slope (NaN stays NaN)
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 1;
+  float slope;
+  [[gnu::always_inline]] float f(float x) const { return blend(x > 0.f, x, x * slope); }
+};
+// x > 0 ? x * scale : alpha * scale * (e^(x * input_scale) - 1); selu and celu are elus.
+struct Elu {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 6;
+  float alpha, scale, input_scale;
+  [[gnu::always_inline]] float f(float x) const {
+    return blend(x > 0.f, x * scale, expm1_f(x * input_scale) * (alpha * scale));
+  }
+};
+struct Softplus {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 8;
+  float beta, threshold;
+  [[gnu::always_inline]] float f(float x) const { return softplus_f(x, beta, threshold); }
+};
+struct Mish {  // x * tanh(softplus(x)); mish(-inf) = -inf * 0 = NaN, as torch's
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 12;
+  [[gnu::always_inline]] static float f(float x) { return x * ofs_tanh(softplus_f(x, 1.f, 20.f)); }
+};
+struct Log10 {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 2;
+  [[gnu::always_inline]] static float f(float x) { return ofs_log(x) * 0.434294481903251828f; }
+};
+// 2^x = 2^n * e^(r ln2), n = round(x), r = x - n exact: exact at integers. The scaling in
+// two halves keeps denormal and overflowing results right; NaN stays NaN.
+struct Exp2 {
+  static constexpr bool kIntegers = false;
+  static constexpr int kFlops = 3;
+  [[gnu::always_inline]] static float f(float x) {
+    float c = blend(x < -152.f, -152.f, x);
+    c = blend(c > 130.f, 130.f, c);
+    constexpr float kShift = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
+    float n = (c + kShift) - kShift;
+    float p = ofs_exp((c - n) * 0.693147180559945309f);
+    int ni = int(n), n1 = ni >> 1, n2 = ni - n1;
+    float s = std::bit_cast<float>(uint32_t(n1 + 127) << 23) * std::bit_cast<float>(uint32_t(n2 + 127) << 23);
+    return blend(x != x, x, p * s);
+  }
+};
+
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
 template <class Op, class T>
-void unary_flat(const T* __restrict x, T* __restrict o, int64_t n, bool stream) {
+void unary_flat(Op fn, const T* __restrict x, T* __restrict o, int64_t n, bool stream) {
   if constexpr (std::is_same_v<T, f16_t>) {  // through f32 blocks: the hardware converts (half_rows.h)
     alignas(64) float buf[kHalfBlock];
     for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
       int64_t m = std::min(kHalfBlock, n - i0);
       f16_row_to_f32(x + i0, buf, m);
-      for (int64_t j = 0; j < m; ++j) buf[j] = Op::f(buf[j]);
+      for (int64_t j = 0; j < m; ++j) buf[j] = fn.f(buf[j]);
       f32_row_to_f16(buf, o + i0, m, stream);
     }
     return;
@@ -284,21 +361,21 @@ void unary_flat(const T* __restrict x, T* __restrict o, int64_t n, bool stream) 
     for (int64_t i0 = 0; i0 < whole; i0 += kHalfBlock) {
       int64_t m = std::min(kHalfBlock, whole - i0);
       bf16_to_even_odd_f32(x + i0, buf, m);
-      for (int64_t j = 0; j < m; ++j) buf[j] = Op::f(buf[j]);
+      for (int64_t j = 0; j < m; ++j) buf[j] = fn.f(buf[j]);
       even_odd_f32_to_bf16(buf, o + i0, m, stream);
     }
-    for (int64_t i = whole; i < n; ++i) o[i] = store<T>(Op::f(load(x[i])));
+    for (int64_t i = whole; i < n; ++i) o[i] = store<T>(fn.f(load(x[i])));
     return;
   }
-  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(load(x[i]))); });
+  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(fn.f(load(x[i]))); });
   else
-    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i])));
+    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(fn.f(load(x[i])));
 }
 template <class Op, class T>
-void unary_strided(const T* __restrict x, int64_t s, T* __restrict o, int64_t n, bool stream) {
-  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(load(x[i * s]))); });
+void unary_strided(Op fn, const T* __restrict x, int64_t s, T* __restrict o, int64_t n, bool stream) {
+  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(fn.f(load(x[i * s]))); });
   else
-    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(load(x[i * s])));
+    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(fn.f(load(x[i * s])));
 }
 template <class Op, class T>
 void unary_slow(const T* x, int64_t s, T* __restrict o, int64_t n) {
@@ -308,7 +385,7 @@ void unary_slow(const T* x, int64_t s, T* __restrict o, int64_t n) {
 // One run of n elements at stride s. Ops with a limited fast range (sin, cos) check
 // each chunk first: the largest |x| bit pattern (NaN above inf) picks the loop.
 template <class Op, class T>
-void unary_run(const T* x, int64_t s, T* o, int64_t n, bool stream) {
+void unary_run(const Op& fn, const T* x, int64_t s, T* o, int64_t n, bool stream) {
   if constexpr (kHasSlow<Op>) {
     constexpr int64_t kChunk = 256;
     constexpr uint32_t kLimit = std::bit_cast<uint32_t>(Op::kFastLimit);
@@ -318,17 +395,17 @@ void unary_run(const T* x, int64_t s, T* o, int64_t n, bool stream) {
       uint32_t big = 0;
       for (int64_t i = 0; i < m; ++i) big = std::max(big, std::bit_cast<uint32_t>(load(xc[i * s])) & 0x7fffffffu);
       if (big > kLimit) unary_slow<Op>(xc, s, o + i0, m);
-      else if (s == 1) unary_flat<Op>(xc, o + i0, m, stream);
-      else unary_strided<Op>(xc, s, o + i0, m, stream);
+      else if (s == 1) unary_flat<Op>(fn, xc, o + i0, m, stream);
+      else unary_strided<Op>(fn, xc, s, o + i0, m, stream);
     }
   } else {
-    if (s == 1) unary_flat<Op>(x, o, n, stream);
-    else unary_strided<Op>(x, s, o, n, stream);
+    if (s == 1) unary_flat<Op>(fn, x, o, n, stream);
+    else unary_strided<Op>(fn, x, s, o, n, stream);
   }
 }
 
 template <class Op, class T>
-KernelBody unary_loops(const Tensor& out, const Tensor& x) {
+KernelBody unary_loops(const Tensor& out, const Tensor& x, Op fn) {
   Shape shape;
   std::array<Strides, 2> st;
   elementwise_layout<2>(out, {&x}, shape, st);
@@ -341,37 +418,43 @@ KernelBody unary_loops(const Tensor& out, const Tensor& x) {
     int64_t so = shape.size() ? st[0][0] : 1, sx = shape.size() ? st[1][0] : 1;
     return [=](int64_t b, int64_t e) {
       int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
-      unary_run<Op>(xp + lo * sx, sx, op + lo * so, hi - lo, stream);
+      unary_run<Op>(fn, xp + lo * sx, sx, op + lo * so, hi - lo, stream);
       end_stream(stream);
     };
   }
   return [=](int64_t b, int64_t e) {
     int64_t lo = b * kElemBlock, hi = std::min(n, e * kElemBlock);
     walk<2>(shape, st, lo, hi, [&](const auto& off, const auto& inner, int64_t count) {
-      unary_run<Op>(xp + off[1], inner[1], op + off[0], count, stream);
+      unary_run<Op>(fn, xp + off[1], inner[1], op + off[0], count, stream);
     });
     end_stream(stream);
   };
 }
 
 template <class Op, class T>
-KernelBody unary_body(const Tensor& out, const Tensor& x) {
+KernelBody unary_body(const Tensor& out, const Tensor& x, const Op& fn) {
   if constexpr (std::is_integral_v<T> && !Op::kIntegers) detail::unsupported_dtype(out.dtype());  // op checked
-  else return unary_loops<Op, T>(out, x);
+  else return unary_loops<Op, T>(out, x, fn);
 }
 
+// The launch of fn (an op above, or one carrying its parameters) under the kernel name `name`.
 template <class Op>
-LaunchSpec make_unary(UnaryOp kind, const Tensor& out, const Tensor& x) {
+LaunchSpec make_unary_spec(const std::string& name, const Tensor& out, const Tensor& x, const Op& fn) {
   DType dt = out.dtype();
   int64_t n = out.numel();
   LaunchSpec spec;
-  spec.name = kernel_name(kind, dt);
+  spec.name = name;
   spec.work = (n + kElemBlock - 1) / kElemBlock;
   spec.grain = kElemGrainBlocks;
   spec.bytes = (distinct_elements(x) + n) * int64_t(itemsize(dt));
   spec.flops = n * Op::kFlops;
-  OPSCOPE_DISPATCH_ALL(dt, T, [&] { spec.body = unary_body<Op, T>(out, x); });
+  OPSCOPE_DISPATCH_ALL(dt, T, [&] { spec.body = unary_body<Op, T>(out, x, fn); });
   return spec;
+}
+
+template <class Op>
+LaunchSpec make_unary(UnaryOp kind, const Tensor& out, const Tensor& x) {
+  return make_unary_spec(kernel_name(kind, out.dtype()), out, x, Op{});
 }
 
 }  // namespace
@@ -411,6 +494,41 @@ LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
     case UnaryOp::sinh: return make_unary<Sinh>(op, out, x);
     case UnaryOp::cosh: return make_unary<Cosh>(op, out, x);
     case UnaryOp::erfinv: return make_unary<Erfinv>(op, out, x);
+  }
+  return {};
+}
+
+std::string_view op_name(ParamUnaryOp op) {
+  switch (op) {
+    case ParamUnaryOp::leaky_relu: return "leaky_relu";
+    case ParamUnaryOp::elu: return "elu";
+    case ParamUnaryOp::softplus: return "softplus";
+    case ParamUnaryOp::mish: return "mish";
+    case ParamUnaryOp::log10: return "log10";
+    case ParamUnaryOp::exp2: return "exp2";
+  }
+  return "?";
+}
+
+LaunchSpec unary_param_spec(ParamUnaryOp op, const Tensor& out, const Tensor& x, UnaryParams p) {
+  static const auto names = [] {
+    std::array<std::array<std::string, 3>, kParamUnaryOpCount> n;
+    for (int o = 0; o < kParamUnaryOpCount; ++o)
+      for (DType d : {DType::f32, DType::bf16, DType::f16})
+        n[o][d == DType::f32 ? 0 : d == DType::bf16 ? 1 : 2] =
+            std::string(op_name(ParamUnaryOp(o))) + "_" + std::string(dtype_name(d));
+    return n;
+  }();
+  DType dt = out.dtype();
+  if (!is_floating(dt)) detail::unsupported_dtype(dt);  // the op checked
+  const std::string& name = names[int(op)][dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2];
+  switch (op) {
+    case ParamUnaryOp::leaky_relu: return make_unary_spec(name, out, x, LeakyRelu{p.a});
+    case ParamUnaryOp::elu: return make_unary_spec(name, out, x, Elu{p.a, p.b, p.c});
+    case ParamUnaryOp::softplus: return make_unary_spec(name, out, x, Softplus{p.a, p.b});
+    case ParamUnaryOp::mish: return make_unary_spec(name, out, x, Mish{});
+    case ParamUnaryOp::log10: return make_unary_spec(name, out, x, Log10{});
+    case ParamUnaryOp::exp2: return make_unary_spec(name, out, x, Exp2{});
   }
   return {};
 }
