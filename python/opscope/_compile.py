@@ -5,6 +5,10 @@ torch.compile analog for torch 1.13, which has make_fx but no dynamo).
     y = f(x, w)          # first call for this signature: make_fx (fake tensors), lower, compile
     y = f(x, w)          # later calls: the cached plan, one fused kernel
 
+The first call's values come from the eager ops (each region traces by running them); the
+generated kernels compute from the second call on, so compare a later call's values when
+checking them.
+
 A call traces once per input signature into an aten graph, cuts it into regions of ops
 opscope lowers (elementwise, reductions, norms, softmax, matmul, views, casts), and hands
 each region to the compiler (passes dce, cse, fold, fuse; generated C++; cached artifact; weights packed).
