@@ -42,6 +42,18 @@ std::string_view op_name(UnaryOp op) {
   return "?";
 }
 
+std::string_view op_name(ParamUnaryOp op) {
+  switch (op) {
+    case ParamUnaryOp::leaky_relu: return "leaky_relu";
+    case ParamUnaryOp::elu: return "elu";
+    case ParamUnaryOp::softplus: return "softplus";
+    case ParamUnaryOp::mish: return "mish";
+    case ParamUnaryOp::log10: return "log10";
+    case ParamUnaryOp::exp2: return "exp2";
+  }
+  return "?";
+}
+
 std::string_view op_name(BinaryOp op) {
   switch (op) {
     case BinaryOp::add: return "add";
@@ -70,6 +82,17 @@ const std::string& kernel_name(UnaryOp op, DType dt) {
     for (int o = 0; o < kUnaryOps; ++o)
       for (int d = 0; d < kDTypes; ++d)
         n[o][d] = std::string(op_name(UnaryOp(o))) + "_" + std::string(dtype_name(DType(d)));
+    return n;
+  }();
+  return names[int(op)][int(dt)];
+}
+
+const std::string& kernel_name(ParamUnaryOp op, DType dt) {
+  static const auto names = [] {
+    std::array<std::array<std::string, kDTypes>, kParamUnaryOpCount> n;
+    for (int o = 0; o < kParamUnaryOpCount; ++o)
+      for (int d = 0; d < kDTypes; ++d)
+        n[o][d] = std::string(op_name(ParamUnaryOp(o))) + "_" + std::string(dtype_name(DType(d)));
     return n;
   }();
   return names[int(op)][int(dt)];

@@ -34,6 +34,19 @@ enum class UnaryOp : uint8_t {
   erfinv
 };
 inline constexpr int kUnaryOpCount = int(UnaryOp::erfinv) + 1;
+
+// Unary ops with torch's scalar parameters (UnaryParams a, b, c), and a few without, that
+// only the CPU device has (no CUDA kernels: the ops say so). Floating dtypes only.
+//   leaky_relu  a = negative_slope
+//   elu         a = alpha, b = scale, c = input_scale (torch's selu and celu are elus)
+//   softplus    a = beta, b = threshold
+//   mish, log10, exp2: none
+enum class ParamUnaryOp : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2 };
+inline constexpr int kParamUnaryOpCount = int(ParamUnaryOp::exp2) + 1;
+struct UnaryParams {
+  float a = 0, b = 0, c = 0;
+};
+
 // div_trunc, div_floor: torch's div(rounding_mode="trunc" / "floor"), integers included.
 // remainder: torch's (Python's %: the sign of the divisor), integers included.
 enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor, remainder };
@@ -54,10 +67,12 @@ inline PowSteps pow_steps(double s) {
 }
 
 std::string_view op_name(UnaryOp op);
+std::string_view op_name(ParamUnaryOp op);
 std::string_view op_name(BinaryOp op);
 // Kernel names, "exp_f32", "mul_bf16", "add_scalar_f32": made once, as formatting one
 // per launch would cost a noticeable part of a small op.
 const std::string& kernel_name(UnaryOp op, DType dt);
+const std::string& kernel_name(ParamUnaryOp op, DType dt);
 const std::string& kernel_name(BinaryOp op, DType dt, bool scalar);
 // Whether the op has i32/i64 kernels; every op has f32, bf16 and f16 ones.
 bool supports_integers(UnaryOp op);
@@ -67,18 +82,6 @@ bool supports_integers(BinaryOp op);
 LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x);
 // out = op(a, b) broadcast; a, b and out share a dtype. Kernel "mul_f32".
 LaunchSpec binary_spec(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-// Unary ops with torch's scalar parameters (UnaryParams a, b, c), and a few without, that
-// only the CPU device has (no CUDA kernels: the ops say so). Floating dtypes only.
-//   leaky_relu  a = negative_slope
-//   elu         a = alpha, b = scale, c = input_scale (torch's selu and celu are elus)
-//   softplus    a = beta, b = threshold
-//   mish, log10, exp2: none
-enum class ParamUnaryOp : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2 };
-inline constexpr int kParamUnaryOpCount = int(ParamUnaryOp::exp2) + 1;
-struct UnaryParams {
-  float a = 0, b = 0, c = 0;
-};
-std::string_view op_name(ParamUnaryOp op);
 // out = op(x; p); out has x's shape and dtype. Kernel "leaky_relu_f32".
 LaunchSpec unary_param_spec(ParamUnaryOp op, const Tensor& out, const Tensor& x, UnaryParams p);
 

@@ -498,30 +498,10 @@ LaunchSpec unary_spec(UnaryOp op, const Tensor& out, const Tensor& x) {
   return {};
 }
 
-std::string_view op_name(ParamUnaryOp op) {
-  switch (op) {
-    case ParamUnaryOp::leaky_relu: return "leaky_relu";
-    case ParamUnaryOp::elu: return "elu";
-    case ParamUnaryOp::softplus: return "softplus";
-    case ParamUnaryOp::mish: return "mish";
-    case ParamUnaryOp::log10: return "log10";
-    case ParamUnaryOp::exp2: return "exp2";
-  }
-  return "?";
-}
-
 LaunchSpec unary_param_spec(ParamUnaryOp op, const Tensor& out, const Tensor& x, UnaryParams p) {
-  static const auto names = [] {
-    std::array<std::array<std::string, 3>, kParamUnaryOpCount> n;
-    for (int o = 0; o < kParamUnaryOpCount; ++o)
-      for (DType d : {DType::f32, DType::bf16, DType::f16})
-        n[o][d == DType::f32 ? 0 : d == DType::bf16 ? 1 : 2] =
-            std::string(op_name(ParamUnaryOp(o))) + "_" + std::string(dtype_name(d));
-    return n;
-  }();
   DType dt = out.dtype();
   if (!is_floating(dt)) detail::unsupported_dtype(dt);  // the op checked
-  const std::string& name = names[int(op)][dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2];
+  const std::string& name = kernel_name(op, dt);
   switch (op) {
     case ParamUnaryOp::leaky_relu: return make_unary_spec(name, out, x, LeakyRelu{p.a});
     case ParamUnaryOp::elu: return make_unary_spec(name, out, x, Elu{p.a, p.b, p.c});
