@@ -58,23 +58,27 @@ struct EvenOdd {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
 }
 
-// m bf16 (a multiple of 16) as f32 in buf, each 16 as their even elements, then their odd
-// ones: for a lane-wise loop over buf that GCC vectorizes on its own.
+// m bf16 as f32 in buf, each whole 16 as their even elements, then their odd ones, the
+// tail in order: for a lane-wise loop over buf that GCC vectorizes on its own.
 inline void bf16_to_even_odd_f32(const bf16_t* p, float* buf, int64_t m) {
-  for (int64_t j = 0; j < m; j += 16) {
+  int64_t j = 0;
+  for (; j + 16 <= m; j += 16) {
     EvenOdd v = load_bf16_even_odd(p + j);
     std::memcpy(buf + j, &v.even, sizeof v.even);
     std::memcpy(buf + j + 8, &v.odd, sizeof v.odd);
   }
+  for (; j < m; ++j) buf[j] = bf16_to_f32(p[j]);
 }
-// The inverse, rounded (store_bf16_even_odd).
+// The inverse, rounded (store_bf16_even_odd; the tail as f32_to_bf16).
 inline void even_odd_f32_to_bf16(const float* buf, bf16_t* p, int64_t m, bool stream) {
-  for (int64_t j = 0; j < m; j += 16) {
+  int64_t j = 0;
+  for (; j + 16 <= m; j += 16) {
     EvenOdd v;
     std::memcpy(&v.even, buf + j, sizeof v.even);
     std::memcpy(&v.odd, buf + j + 8, sizeof v.odd);
     store_bf16_even_odd(p + j, v, stream);
   }
+  for (; j < m; ++j) p[j] = f32_to_bf16(buf[j]);
 }
 #else  // declared only, for the callers' discarded branches: kBf16EvenOdd is false
 struct EvenOdd {

@@ -342,29 +342,26 @@ struct Exp2 {
 
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
 
+// The 16-bit rows a unary loop takes through f32 blocks: f16 by the hardware's converts
+// (half_rows.h); bf16 where AVX2 is the widest as even and odd lanes (bf16_even_odd.h), as
+// its element loop narrows slowly there. Lane-wise, so the order in the block is free.
+template <class T> constexpr bool kF32Blocks = std::is_same_v<T, f16_t> || (std::is_same_v<T, bf16_t> && kBf16EvenOdd);
+inline void block_to_f32(const f16_t* x, float* buf, int64_t m) { f16_row_to_f32(x, buf, m); }
+inline void block_to_f32(const bf16_t* x, float* buf, int64_t m) { bf16_to_even_odd_f32(x, buf, m); }
+inline void block_from_f32(const float* buf, f16_t* o, int64_t m, bool stream) { f32_row_to_f16(buf, o, m, stream); }
+inline void block_from_f32(const float* buf, bf16_t* o, int64_t m, bool stream) { even_odd_f32_to_bf16(buf, o, m, stream); }
+
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
 template <class Op, class T>
 void unary_flat(Op fn, const T* __restrict x, T* __restrict o, int64_t n, bool stream) {
-  if constexpr (std::is_same_v<T, f16_t>) {  // through f32 blocks: the hardware converts (half_rows.h)
+  if constexpr (kF32Blocks<T>) {
     alignas(64) float buf[kHalfBlock];
     for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
       int64_t m = std::min(kHalfBlock, n - i0);
-      f16_row_to_f32(x + i0, buf, m);
+      block_to_f32(x + i0, buf, m);
       for (int64_t j = 0; j < m; ++j) buf[j] = fn.f(buf[j]);
-      f32_row_to_f16(buf, o + i0, m, stream);
+      block_from_f32(buf, o + i0, m, stream);
     }
-    return;
-  }
-  if constexpr (std::is_same_v<T, bf16_t> && kBf16EvenOdd) {  // the element loop narrows slowly on AVX2
-    alignas(64) float buf[kHalfBlock];
-    int64_t whole = n & ~int64_t(15);
-    for (int64_t i0 = 0; i0 < whole; i0 += kHalfBlock) {
-      int64_t m = std::min(kHalfBlock, whole - i0);
-      bf16_to_even_odd_f32(x + i0, buf, m);
-      for (int64_t j = 0; j < m; ++j) buf[j] = fn.f(buf[j]);
-      even_odd_f32_to_bf16(buf, o + i0, m, stream);
-    }
-    for (int64_t i = whole; i < n; ++i) o[i] = store<T>(fn.f(load(x[i])));
     return;
   }
   if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(fn.f(load(x[i]))); });
