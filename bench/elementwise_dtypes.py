@@ -24,6 +24,7 @@ OPS = {
     "a ** 3": lambda a, b: torch.pow(a, 3.0),
     "sqrt(|a|)": lambda a, b: torch.sqrt(a),  # a: the absolute values (below), sqrt's domain
     "exp(a)": lambda a, b: torch.exp(a),
+    "gelu(a)": lambda a, b: torch.nn.functional.gelu(a),
     "leaky_relu(a)": lambda a, b: torch.nn.functional.leaky_relu(a),
     "elu(a)": lambda a, b: torch.nn.functional.elu(a),
     "softplus(a)": lambda a, b: torch.nn.functional.softplus(a),
