@@ -103,7 +103,7 @@ std::optional<Symbol> ElfModule::symbol_at(uint64_t addr) const {
   return Symbol{demangle(name), low, low + (sym.st_size ? sym.st_size : offset + 1)};
 }
 
-std::optional<Symbol> ElfModule::find_symbol(std::string_view want) const {
+template <class F> void ElfModule::each_function(F&& f) const {
   std::lock_guard<std::mutex> g(impl_->m);
   int n = dwfl_module_getsymtab(impl_->mod);
   for (int i = 0; i < n; ++i) {
@@ -111,12 +111,28 @@ std::optional<Symbol> ElfModule::find_symbol(std::string_view want) const {
     GElf_Addr addr = 0;
     const char* name = dwfl_module_getsym_info(impl_->mod, i, &sym, &addr, nullptr, nullptr, nullptr);
     if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0) continue;
-    if (want == name || want == demangle(name)) {
-      uint64_t low = addr - impl_->bias;
-      return Symbol{demangle(name), low, low + sym.st_size};
-    }
+    if (!f(name, addr - impl_->bias, uint64_t(sym.st_size))) return;
   }
-  return std::nullopt;
+}
+
+std::optional<Symbol> ElfModule::find_symbol(std::string_view want) const {
+  std::optional<Symbol> found;
+  each_function([&](const char* name, uint64_t low, uint64_t size) {
+    if (want != name && want != demangle(name)) return true;
+    found = Symbol{demangle(name), low, low + size};
+    return false;
+  });
+  return found;
+}
+
+std::vector<Symbol> ElfModule::functions_containing(std::string_view part) const {
+  std::vector<Symbol> out;
+  each_function([&](const char* name, uint64_t low, uint64_t size) {
+    std::string d = demangle(name);
+    if (d.find(part) != std::string::npos) out.push_back(Symbol{std::move(d), low, low + size});
+    return true;
+  });
+  return out;
 }
 
 std::optional<SourceLine> ElfModule::line_at(uint64_t addr) const {

@@ -42,6 +42,9 @@ class ElfModule {
   std::optional<Symbol> symbol_at(uint64_t addr) const;
   // The function named `name` (mangled or demangled), when the symbol table has it.
   std::optional<Symbol> find_symbol(std::string_view name) const;
+  // The functions whose demangled name contains `part`: a template's instances, and the
+  // compiler's clones of them ("... [clone .constprop.0]").
+  std::vector<Symbol> functions_containing(std::string_view part) const;
   // The innermost source line of the instruction at `addr` (inlined code: the inlined
   // function's line).
   std::optional<SourceLine> line_at(uint64_t addr) const;
@@ -51,6 +54,8 @@ class ElfModule {
 
  private:
   ElfModule() = default;
+  // f(name, low, size) for each function symbol, until it returns false.
+  template <class F> void each_function(F&& f) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string path_;

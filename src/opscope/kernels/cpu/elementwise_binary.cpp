@@ -216,9 +216,10 @@ void binary_loop(A a, B b, T* __restrict o, int64_t n, bool stream) {
     }
     return;
   }
-  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(Op::f(a[i], b[i])); });
+  auto g = [&](int64_t i) __attribute__((always_inline)) { return store<T>(Op::f(a[i], b[i])); };
+  if (stream) write_elements(o, n, true, g);
   else
-    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(Op::f(a[i], b[i]));
+    for (int64_t i = 0; i < n; ++i) o[i] = g(i);
 }
 
 // One run of n elements: a and b at strides sa and sb (0: one value for the whole run).

@@ -364,15 +364,18 @@ void unary_flat(Op fn, const T* __restrict x, T* __restrict o, int64_t n, bool s
     }
     return;
   }
-  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(fn.f(load(x[i]))); });
+  // always_inline: an op as large as mish (two e^, a log, a tanh) was otherwise a call per element
+  auto g = [&](int64_t i) __attribute__((always_inline)) { return store<T>(fn.f(load(x[i]))); };
+  if (stream) write_elements(o, n, true, g);
   else
-    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(fn.f(load(x[i])));
+    for (int64_t i = 0; i < n; ++i) o[i] = g(i);
 }
 template <class Op, class T>
 void unary_strided(Op fn, const T* __restrict x, int64_t s, T* __restrict o, int64_t n, bool stream) {
-  if (stream) write_elements(o, n, true, [&](int64_t i) { return store<T>(fn.f(load(x[i * s]))); });
+  auto g = [&](int64_t i) __attribute__((always_inline)) { return store<T>(fn.f(load(x[i * s]))); };
+  if (stream) write_elements(o, n, true, g);
   else
-    for (int64_t i = 0; i < n; ++i) o[i] = store<T>(fn.f(load(x[i * s])));
+    for (int64_t i = 0; i < n; ++i) o[i] = g(i);
 }
 template <class Op, class T>
 void unary_slow(const T* x, int64_t s, T* __restrict o, int64_t n) {
