@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -25,6 +26,11 @@ constexpr int64_t kMinColumnsPerCore = 64;
 // were slower than two). bf16 chunks, half the bytes already, stay one a core: two made
 // compiled bf16 GPT-2 0.86-0.87x -> 0.88-0.90x eager.
 constexpr int64_t kF32ChunksPerCore = 2;
+// Where oneDNN's f32 matmul is its sgemm ("gemm:jit", on a CPU without AVX-512) the packed
+// weights keep b's plain layout, a chunk's rows n floats apart: at 512 columns (2 KiB) one
+// Zen 3 core ran 64-73 GFLOP/s, at 256 or 768 87-90, at 496 or 528 96-98. Rows padded by
+// 16 floats run every width at 95-97 (docs/BENCHMARKS.md).
+constexpr int64_t kGemmRowPad = 16;
 constexpr int64_t kMinRows = 16;                    // fewer rows: the matrix-vector kernels' shape
 constexpr int64_t kMinFlops = int64_t(1) << 23;     // below this the primitive's own cost shows
 
@@ -65,6 +71,17 @@ EpilogueOp epilogue_op(Epilogue e) {
     case Epilogue::none: break;
   }
   return {alg::undef, 0.0f, ""};
+}
+
+// Whether oneDNN's f32 matmul on this CPU is its sgemm rather than brgemm (which packs into
+// blocks of its own): asked once, of a small product.
+bool f32_matmul_is_gemm() {
+  static const bool gemm = [] {
+    md a({64, 64}, dt::f32, {64, 1}), any({64, 64}, dt::f32, dnnl::memory::format_tag::any);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, any, a), onednn_engine());
+    return std::strncmp(pd.impl_info_str(), "gemm", 4) == 0;
+  }();
+  return gemm;
 }
 
 dnnl::primitive_attr post_ops(Epilogue e) {
@@ -146,7 +163,9 @@ std::shared_ptr<PackedMatmul> PackedMatmul::plan(const Tensor& a, const Tensor& 
       c->bias = md({1, n}, bias && bias->dtype() == DType::bf16 ? dt::bf16 : dt::f32, {n, 1});
       c->user = md({K, n}, type, {sbk, sbn});
       c->user_offset = lo * sbn * item;
-      md any({K, n}, type, dnnl::memory::format_tag::any);
+      // oneDNN's choice of layout, or for its sgemm rows one pad apart
+      md any = dtype == DType::f32 && f32_matmul_is_gemm() ? md({K, n}, type, {n + kGemmRowPad, 1})
+                                                           : md({K, n}, type, dnnl::memory::format_tag::any);
       auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
                                                     post_ops(epilogue), onednn_engine())
                      : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), post_ops(epilogue),
