@@ -201,36 +201,43 @@ TEST(Elementwise, UnarySpecialValues) {
   EXPECT_TRUE(std::isnan(opscope::sqrt(from_host({-1.f}, {1})).item()));
 }
 
-// gelu over a contiguous f32 run takes two passes over each block (Gelu::block); a strided
-// view takes the element function the compiler's fused kernels call. Both give the same
-// bits: every bf16 value as a float (zeros, denormals, the clamp at -17, inf, NaN) and
-// uniform ones, in a run that stays in cache, one streamed past it, and one unaligned.
-TEST(Elementwise, GeluBlocksGiveTheElementFunctionsBits) {
+// gelu, silu and sigmoid over a contiguous f32 run take two passes over each block
+// (Gelu::block, ...); a strided view takes the element function the compiler's fused
+// kernels call. Both give the same bits: every bf16 value as a float (zeros, denormals,
+// gelu's clamp at -17, inf, NaN) and uniform ones, in a run that stays in cache, one
+// streamed past it, and one unaligned.
+TEST(Elementwise, BlockFormsGiveTheElementFunctionsBits) {
   CpuDevice dev(2);
   std::vector<float> v = every_bit_pattern(DType::bf16).to_float_vector(), u = uniform(65536, -20, 20, 61);
   v.insert(v.end(), u.begin(), u.end());
   for (float s : {-17.f, std::nextafter(-17.f, 0.f), std::nextafter(-17.f, -20.f), -13.2f, 17.f}) v.push_back(s);
   const size_t one = v.size();
   for (int copies = 0; copies < 16; ++copies) v.insert(v.end(), v.begin(), v.begin() + int64_t(one));  // 8.9 MB
+  const std::pair<const char*, Tensor (*)(const Tensor&)> ops[] = {
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
+      {"silu", [](const Tensor& x) { return silu(x); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }}};
+  auto same = [](float a, float b) {
+    return std::isnan(a) ? std::isnan(b) : std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+  };
   for (int64_t n : {int64_t(one), int64_t(v.size())}) {
     std::vector<float> spread(size_t(2 * n), 0.f);  // v at even places: a view with stride 2
     for (int64_t i = 0; i < n; ++i) spread[size_t(2 * i)] = v[size_t(i)];
     Tensor whole = from_host(std::vector<float>(v.begin(), v.begin() + n), {n}, DType::f32, &dev);
     Tensor strided = from_host(spread, {2 * n}, DType::f32, &dev).slice(0, 0, 2 * n, 2);
     Tensor unaligned = whole.slice(0, 1, n);
-    std::vector<float> want = gelu(strided).to_float_vector(), got = gelu(whole).to_float_vector(),
-                       got1 = gelu(unaligned).to_float_vector();
-    auto same = [](float a, float b) {
-      return std::isnan(a) ? std::isnan(b) : std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
-    };
-    int bad = 0;
-    for (size_t i = 0; i < size_t(n); ++i) {
-      if (!same(want[i], got[i]) && ++bad < 4)
-        ADD_FAILURE() << "gelu(" << v[i] << ") of " << n << ": " << got[i] << ", element-wise " << want[i];
-      if (i > 0 && !same(want[i], got1[i - 1]) && ++bad < 4)
-        ADD_FAILURE() << "gelu(" << v[i] << ") unaligned: " << got1[i - 1] << ", element-wise " << want[i];
+    for (const auto& [name, op] : ops) {
+      std::vector<float> want = op(strided).to_float_vector(), got = op(whole).to_float_vector(),
+                         got1 = op(unaligned).to_float_vector();
+      int bad = 0;
+      for (size_t i = 0; i < size_t(n); ++i) {
+        if (!same(want[i], got[i]) && ++bad < 4)
+          ADD_FAILURE() << name << "(" << v[i] << ") of " << n << ": " << got[i] << ", element-wise " << want[i];
+        if (i > 0 && !same(want[i], got1[i - 1]) && ++bad < 4)
+          ADD_FAILURE() << name << "(" << v[i] << ") unaligned: " << got1[i - 1] << ", element-wise " << want[i];
+      }
+      EXPECT_EQ(bad, 0) << name << ", " << n << " elements";
     }
-    EXPECT_EQ(bad, 0) << n << " elements";
   }
 }
 

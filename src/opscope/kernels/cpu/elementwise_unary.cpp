@@ -108,11 +108,21 @@ struct Sigmoid {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 3;
   [[gnu::always_inline]] static float f(float x) { return ofs_sigmoid(x); }
+  static void block(const float* x, float* y, int64_t m) {  // two passes, as Gelu::block
+    alignas(64) float e[kHalfBlock];
+    for (int64_t j = 0; j < m; ++j) e[j] = ofs_exp(-std::fabs(x[j]));
+    for (int64_t j = 0; j < m; ++j) y[j] = ofs_sigmoid_from_exp(x[j], e[j]);
+  }
 };
 struct Silu {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 4;
   [[gnu::always_inline]] static float f(float x) { return ofs_silu(x); }
+  static void block(const float* x, float* y, int64_t m) {  // two passes, as Gelu::block
+    alignas(64) float e[kHalfBlock];
+    for (int64_t j = 0; j < m; ++j) e[j] = ofs_exp(-std::fabs(x[j]));
+    for (int64_t j = 0; j < m; ++j) y[j] = ofs_silu_from_exp(x[j], e[j]);
+  }
 };
 struct Gelu {
   static constexpr bool kIntegers = false;
@@ -349,7 +359,7 @@ struct Exp2 {
 };
 
 template <class Op> constexpr bool kHasSlow = requires { Op::slow(0.f); };
-// Ops with a form over a block of at most kHalfBlock floats (Gelu::block).
+// Ops with a form over a block of at most kHalfBlock floats (Gelu::block, Silu::block, ...).
 template <class Op> constexpr bool kHasBlock = requires(const float* x, float* y) { Op::block(x, y, int64_t(0)); };
 
 // The 16-bit rows a unary loop takes through f32 blocks: f16 by the hardware's converts
