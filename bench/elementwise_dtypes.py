@@ -25,6 +25,9 @@ OPS = {
     "sqrt(|a|)": lambda a, b: torch.sqrt(a),  # a: the absolute values (below), sqrt's domain
     "exp(a)": lambda a, b: torch.exp(a),
     "gelu(a)": lambda a, b: torch.nn.functional.gelu(a),
+    "silu(a)": lambda a, b: torch.nn.functional.silu(a),
+    "sigmoid(a)": lambda a, b: torch.sigmoid(a),
+    "tanh(a)": lambda a, b: torch.tanh(a),
     "leaky_relu(a)": lambda a, b: torch.nn.functional.leaky_relu(a),
     "elu(a)": lambda a, b: torch.nn.functional.elu(a),
     "softplus(a)": lambda a, b: torch.nn.functional.softplus(a),
