@@ -136,6 +136,12 @@ TEST(Matmul, TransposedAndStridedInputs) {
   Tensor wide = randn({33, 100}, 73);
   Tensor as = wide.slice(1, 10, 75);  // (33, 65), row stride 100
   expect_close(matmul(as, b).to_float_vector(), naive2d(as.contiguous(), b), 1e-4, 1e-4, "sliced columns");
+  // b's rows 1 KiB apart (a multiple of 256 floats), as x @ w with a plain weight or
+  // attention's att @ v: sgemm reads a padded copy of b; whole and as a column slice.
+  Tensor a20 = randn({20, 65}, 78), b256 = randn({65, 256}, 79), b512 = randn({65, 512}, 80);
+  expect_close(matmul(a20, b256).to_float_vector(), naive2d(a20, b256), 1e-4, 1e-4, "b rows 1 KiB apart");
+  Tensor bs = b512.slice(1, 3, 300);
+  expect_close(matmul(a20, bs).to_float_vector(), naive2d(a20, bs.contiguous()), 1e-4, 1e-4, "b rows 2 KiB apart");
   // A layout sgemm cannot take (step along the last dim) is copied first.
   Tensor stepped = randn({33, 130}, 74).slice(1, 0, 130, 2);
   expect_close(matmul(stepped, b).to_float_vector(), naive2d(stepped.contiguous(), b), 1e-4, 1e-4, "stepped columns");

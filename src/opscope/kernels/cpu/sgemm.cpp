@@ -3,6 +3,8 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/onednn.h"
@@ -18,8 +20,32 @@ std::optional<SgemmLayout> sgemm_layout(int64_t rows, int64_t cols, int64_t row_
   return std::nullopt;
 }
 
+namespace {
+
+// oneDNN's sgemm reads a plain (not transposed) b whose rows lie a multiple of 1 KiB apart
+// through aliasing cache sets: on one Zen 3 core a 128 x 256 x 2048 product with ldb 512
+// ran 59 GFLOP/s, and 90 with b first copied to rows 272 apart (the copy counted); 197 x
+// 384 x 3072 with ldb 768: 50 and 86 (docs/BENCHMARKS.md). A Linear's weight comes
+// transposed and reads well; x @ w with a plain weight, and attention's att @ v, do not.
+constexpr int64_t kAliasingLd = 256;  // floats
+constexpr int64_t kPaddedLd = 16;     // added to the copy's rows
+constexpr int64_t kMinRowsToCopy = 16;  // fewer rows of a: the copy would cost more than it saves
+
+// b's k x n block copied to rows n + kPaddedLd apart, in this thread's buffer (kept, as the
+// device's cores run one gemm after another).
+const float* padded_copy(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t& ld) {
+  thread_local std::vector<float> buf;
+  ld = n + kPaddedLd;
+  buf.resize(size_t(k * ld));
+  for (int64_t r = 0; r < k; ++r) std::memcpy(buf.data() + r * ld, b + r * ldb, size_t(n) * sizeof(float));
+  return buf.data();
+}
+
+}  // namespace
+
 void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!trans_b && ldb % kAliasingLd == 0 && m >= kMinRowsToCopy && n > 1 && k > 1) b = padded_copy(b, ldb, k, n, ldb);
   onednn_on_this_core();
   dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
   onednn_statics_made();
