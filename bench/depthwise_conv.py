@@ -6,7 +6,6 @@ is the ratio.
 """
 import argparse
 import os
-import time
 
 import torch_peer  # noqa: F401  (first: how torch's OpenBLAS threads, before torch loads it)
 
@@ -14,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import opscope
+from best_of import best_seconds
 
 # (channels, side, kernel, stride): EfficientNet-B0's depthwise layers at 224x224.
 SHAPES = [(32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (144, 56, 5, 2), (240, 28, 5, 1),
@@ -21,15 +21,7 @@ SHAPES = [(32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (144, 56, 5, 2), (2
 
 
 def best_ms(fn, sync, reps):
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
+    return best_seconds(fn, sync, reps, warmup=1) * 1e3
 
 
 def main():

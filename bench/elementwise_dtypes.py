@@ -8,12 +8,12 @@ longer; docs/BENCHMARKS.md ("f16 add, sub and mul in one pass") has the figures.
 """
 import argparse
 import os
-import time
 
 import torch_peer  # noqa: F401  (before torch: the peer's thread settings)
 import torch
 
 import opscope
+from best_of import best_seconds
 
 OPS = {
     "a + b": lambda a, b: a + b,
@@ -37,16 +37,7 @@ POSITIVE = {"sqrt(|a|)"}
 
 
 def best_us(f, sync):
-    for _ in range(3):
-        f()
-    sync()
-    best = float("inf")
-    for _ in range(15):
-        t = time.perf_counter()
-        f()
-        sync()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e6
+    return best_seconds(f, sync, reps=15) * 1e6
 
 
 def main():

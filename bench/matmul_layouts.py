@@ -9,25 +9,16 @@ of 20 calls each (device: through opscope.synchronize()); docs/BENCHMARKS.md has
 """
 import argparse
 import os
-import time
 
 import torch  # not through torch_peer: one OpenBLAS thread, best for whole models, would
 # leave torch's lone matmul here on one core of two
 
 import opscope
+from best_of import best_seconds
 
 
 def best_us(f, sync):
-    for _ in range(3):
-        f()
-    sync()
-    best = float("inf")
-    for _ in range(20):
-        t = time.perf_counter()
-        f()
-        sync()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e6
+    return best_seconds(f, sync, reps=20) * 1e6
 
 
 def cases():
