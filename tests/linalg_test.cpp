@@ -178,6 +178,10 @@ TEST(Matmul, SixteenBitTypes) {
     Tensor x = randn({8, 70}, 82, dt), w = randn({300, 70}, 83, dt);
     expect_close(matmul(x, w.transpose(0, 1)).to_float_vector(), naive2d(x, w.transpose(0, 1).contiguous()), rtol, 0.05,
                  std::string(dtype_name(dt)) + " x @ w^T");
+    // A plain b whose rows, converted, would lie 1 KiB apart: converted to padded rows.
+    Tensor w512 = randn({70, 512}, 84, dt);
+    expect_close(matmul(x, w512).to_float_vector(), naive2d(x, w512), rtol, 0.05,
+                 std::string(dtype_name(dt)) + " x @ w, 512 columns");
     Tensor ab = randn({2, 1, 6, 5}, 80, dt), bb = randn({3, 5, 4}, 81, dt);
     expect_close(matmul(ab, bb).to_float_vector(),
                  naive(ab.to_float_vector(), bb.to_float_vector(), 6, 6, 5, 4, [](int64_t i) { return i / 3; },

@@ -44,27 +44,29 @@ template <class T> struct Mat {
 // as linear's weight), as it lies (cols x rows, row-major), for sgemm to take transposed;
 // returns whether it did the latter. Unit-stride rows convert as rows (half_rows.h: f16
 // with the hardware's converts); loops over runtime strides do not vectorize.
-template <class T> bool to_f32_matrix(Mat<T> x, int64_t rows, int64_t cols, float* out) {
+// `ld`: the row stride of the latter (at least cols).
+template <class T> bool to_f32_matrix(Mat<T> x, int64_t rows, int64_t cols, float* out, int64_t ld) {
   if (x.s_c != 1 && x.s_r == 1) {
     for (int64_t j = 0; j < cols; ++j) row_to_f32(x.p + j * x.s_c, out + j * rows, rows);
     return true;
   }
   for (int64_t i = 0; i < rows; ++i)
-    if (x.s_c == 1) row_to_f32(x.p + i * x.s_r, out + i * cols, cols);
+    if (x.s_c == 1) row_to_f32(x.p + i * x.s_r, out + i * ld, cols);
     else
-      for (int64_t j = 0; j < cols; ++j) out[i * cols + j] = to_f32(x.p[i * x.s_r + j * x.s_c]);
+      for (int64_t j = 0; j < cols; ++j) out[i * ld + j] = to_f32(x.p[i * x.s_r + j * x.s_c]);
   return false;
 }
 
 // C[m x n] (row stride ldc) = A[m x k] @ B[k x n] for 16-bit types: convert, sgemm, convert.
 template <class T>
 void gemm_lowp(Mat<T> a, Mat<T> b, T* c, int64_t ldc, int64_t m, int64_t n, int64_t k, std::vector<float>& buf) {
-  buf.resize(size_t(m * k + k * n + m * n));
+  const int64_t ldb = sgemm_plain_b_ld(n);  // b converted as it lies, if plain: rows sgemm reads well
+  buf.resize(size_t(m * k + k * ldb + m * n));
   float* fa = buf.data();
   float* fb = fa + m * k;
-  float* fc = fb + k * n;
-  bool ta = to_f32_matrix(a, m, k, fa), tb = to_f32_matrix(b, k, n, fb);
-  sgemm("matmul", ta, tb, m, n, k, fa, ta ? m : k, fb, tb ? k : n, 0.0f, fc, n);
+  float* fc = fb + k * ldb;
+  bool ta = to_f32_matrix(a, m, k, fa, k), tb = to_f32_matrix(b, k, n, fb, ldb);
+  sgemm("matmul", ta, tb, m, n, k, fa, ta ? m : k, fb, tb ? k : ldb, 0.0f, fc, n);
   for (int64_t i = 0; i < m; ++i) row_from_f32(fc + i * n, c + i * ldc, n);
 }
 

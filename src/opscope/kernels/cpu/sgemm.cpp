@@ -31,6 +31,8 @@ constexpr int64_t kAliasingLd = 256;  // floats
 constexpr int64_t kPaddedLd = 16;     // added to the copy's rows
 constexpr int64_t kMinRowsToCopy = 16;  // fewer rows of a: the copy would cost more than it saves
 
+bool aliasing(int64_t ld) { return ld % kAliasingLd == 0; }
+
 // b's k x n block copied to rows n + kPaddedLd apart, in this thread's buffer (kept, as the
 // device's cores run one gemm after another).
 const float* padded_copy(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t& ld) {
@@ -43,9 +45,11 @@ const float* padded_copy(const float* b, int64_t ldb, int64_t k, int64_t n, int6
 
 }  // namespace
 
+int64_t sgemm_plain_b_ld(int64_t n) { return aliasing(n) ? n + kPaddedLd : n; }
+
 void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (!trans_b && ldb % kAliasingLd == 0 && m >= kMinRowsToCopy && n > 1 && k > 1) b = padded_copy(b, ldb, k, n, ldb);
+  if (!trans_b && aliasing(ldb) && m >= kMinRowsToCopy && n > 1 && k > 1) b = padded_copy(b, ldb, k, n, ldb);
   onednn_on_this_core();
   dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
   onednn_statics_made();

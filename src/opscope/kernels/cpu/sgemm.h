@@ -15,6 +15,11 @@ namespace opscope::cpu_kernels {
 void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// The row stride to give a plain (not transposed) b that a caller lays out itself, for n
+// columns: n, or n padded where rows n floats apart would alias in the caches (sgemm.cpp),
+// so that sgemm reads it as it lies rather than copying it again.
+int64_t sgemm_plain_b_ld(int64_t n);
+
 // How sgemm reads a (rows x cols) matrix whose element (i, j) is at i * row_stride +
 // j * col_stride: transposed or not, and its row stride as stored. None where neither dim
 // is dense or the rows overlap (the caller copies it first).
