@@ -83,13 +83,13 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
   f32v n = round_lanes(x * 1.44269504088896341f);
   f32v r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  f32v p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  // Estrin's form, as ofs_exp_core: a shorter dependent chain than Horner's
+  f32v r2 = r * r;
+  f32v p01 = r * 1.6666665459e-1f + 5.0000001201e-1f;
+  f32v p23 = r * 8.3334519073e-3f + 4.1665795894e-2f;
+  f32v p45 = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  f32v p = (p45 * r2 + p23) * r2 + p01;
+  p = p * r2 + (r + 1.0f);
   return scale_lanes(p, n);
 }
 
