@@ -279,12 +279,16 @@ void CpuDevice::helper_loop(int core) {
       while (job_gen_.load(std::memory_order_seq_cst) == seen) futex_wait(job_gen_, seen);
       helpers_sleeping_.fetch_sub(1, std::memory_order_relaxed);
     }
-    if (stop_.load()) return;
+    // The generation first, then stop_: the destructor sets stop_ before it bumps job_gen_,
+    // so a generation read after the bump comes with stop_ set. Checked the other way round,
+    // a stop between the two reads left this thread waiting on a generation no one would
+    // bump again, and the destructor's join hung (Elementwise.SplitAcrossCores, once).
+    seen = job_gen_.load(std::memory_order_seq_cst);
+    if (stop_.load(std::memory_order_seq_cst)) return;
     if (pinned_ && pin_gen_.load(std::memory_order_acquire) != pinned_gen) {
       pinned_gen = pin_gen_.load(std::memory_order_acquire);
       pin_to_cpu(cpu_of_core_[core].load());
     }
-    seen = job_gen_.load(std::memory_order_acquire);
     run_chunks(core);
   }
 }
