@@ -172,7 +172,9 @@ LaunchSpec matmul_spec(const Tensor& out, const Tensor& a, const Tensor& b, cons
           const float* bias_cols = biasp + (by_rows ? 0 : lo);
           for (int64_t i = 0; i < m; ++i) std::memcpy(C + i * N, bias_cols, size_t(n) * sizeof(float));
         }
-        sgemm("matmul", la.trans, lb.trans, m, n, K, A, la.ld, Bm, lb.ld, biasp ? 1.0f : 0.0f, C, N);
+        int64_t ldb = lb.ld;
+        if (!lb.trans) Bm = plain_b_for_sgemm(Bm, ldb, m, K, n);
+        sgemm("matmul", la.trans, lb.trans, m, n, K, A, la.ld, Bm, ldb, biasp ? 1.0f : 0.0f, C, N);
       });
     };
     return spec;

@@ -33,23 +33,22 @@ constexpr int64_t kMinRowsToCopy = 16;  // fewer rows of a: the copy would cost 
 
 bool aliasing(int64_t ld) { return ld % kAliasingLd == 0; }
 
-// b's k x n block copied to rows n + kPaddedLd apart, in this thread's buffer (kept, as the
-// device's cores run one gemm after another).
-const float* padded_copy(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t& ld) {
-  thread_local std::vector<float> buf;
-  ld = n + kPaddedLd;
-  buf.resize(size_t(k * ld));
-  for (int64_t r = 0; r < k; ++r) std::memcpy(buf.data() + r * ld, b + r * ldb, size_t(n) * sizeof(float));
-  return buf.data();
-}
-
 }  // namespace
 
 int64_t sgemm_plain_b_ld(int64_t n) { return aliasing(n) ? n + kPaddedLd : n; }
 
+const float* plain_b_for_sgemm(const float* b, int64_t& ldb, int64_t m, int64_t k, int64_t n) {
+  if (!aliasing(ldb) || m < kMinRowsToCopy || n < 2 || k < 2) return b;
+  thread_local std::vector<float> buf;  // kept: the device's cores run one gemm after another
+  const int64_t ld = n + kPaddedLd;
+  buf.resize(size_t(k * ld));
+  for (int64_t r = 0; r < k; ++r) std::memcpy(buf.data() + r * ld, b + r * ldb, size_t(n) * sizeof(float));
+  ldb = ld;
+  return buf.data();
+}
+
 void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (!trans_b && aliasing(ldb) && m >= kMinRowsToCopy && n > 1 && k > 1) b = padded_copy(b, ldb, k, n, ldb);
   onednn_on_this_core();
   dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
   onednn_statics_made();

@@ -15,9 +15,13 @@ namespace opscope::cpu_kernels {
 void sgemm(const char* op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// The row stride to give a plain (not transposed) b that a caller lays out itself, for n
-// columns: n, or n padded where rows n floats apart would alias in the caches (sgemm.cpp),
-// so that sgemm reads it as it lies rather than copying it again.
+// A plain (not transposed) b of k x n, rows ldb apart, as sgemm reads it well for an a of m
+// rows: b itself, or where its rows lie a multiple of 1 KiB apart (which oneDNN's sgemm
+// reads through aliasing cache sets) a copy with padded rows in this thread's buffer, valid
+// until its next call; ldb becomes the copy's. The matmul op's f32 products take it.
+const float* plain_b_for_sgemm(const float* b, int64_t& ldb, int64_t m, int64_t k, int64_t n);
+// The row stride to give a plain b that a caller lays out itself, for n columns: n, or n
+// padded where rows n floats apart would alias.
 int64_t sgemm_plain_b_ld(int64_t n);
 
 // How sgemm reads a (rows x cols) matrix whose element (i, j) is at i * row_stride +
