@@ -74,28 +74,22 @@ namespace {
 constexpr int kDTypes = int(DType::b8) + 1;
 constexpr int kUnaryOps = kUnaryOpCount;
 constexpr int kBinaryOps = int(BinaryOp::remainder) + 1;
-}  // namespace
 
-const std::string& kernel_name(UnaryOp op, DType dt) {
+// "<op>_<dtype>" for each of the kOps ops of enum Op, made once per Op.
+template <class Op, int kOps> const std::string& op_dtype_name(Op op, DType dt) {
   static const auto names = [] {
-    std::array<std::array<std::string, kDTypes>, kUnaryOps> n;
-    for (int o = 0; o < kUnaryOps; ++o)
-      for (int d = 0; d < kDTypes; ++d)
-        n[o][d] = std::string(op_name(UnaryOp(o))) + "_" + std::string(dtype_name(DType(d)));
+    std::array<std::array<std::string, kDTypes>, kOps> n;
+    for (int o = 0; o < kOps; ++o)
+      for (int d = 0; d < kDTypes; ++d) n[o][d] = std::string(op_name(Op(o))) + "_" + std::string(dtype_name(DType(d)));
     return n;
   }();
   return names[int(op)][int(dt)];
 }
+}  // namespace
 
+const std::string& kernel_name(UnaryOp op, DType dt) { return op_dtype_name<UnaryOp, kUnaryOps>(op, dt); }
 const std::string& kernel_name(ParamUnaryOp op, DType dt) {
-  static const auto names = [] {
-    std::array<std::array<std::string, kDTypes>, kParamUnaryOpCount> n;
-    for (int o = 0; o < kParamUnaryOpCount; ++o)
-      for (int d = 0; d < kDTypes; ++d)
-        n[o][d] = std::string(op_name(ParamUnaryOp(o))) + "_" + std::string(dtype_name(DType(d)));
-    return n;
-  }();
-  return names[int(op)][int(dt)];
+  return op_dtype_name<ParamUnaryOp, kParamUnaryOpCount>(op, dt);
 }
 
 const std::string& kernel_name(BinaryOp op, DType dt, bool scalar) {
