@@ -104,24 +104,27 @@ struct Tanh {
   static constexpr int kFlops = 1;
   [[gnu::always_inline]] static float f(float x) { return ofs_tanh(x); }
 };
+// y = finish(x, e^-|x|) over a block of at most kHalfBlock floats (y may be x) in two
+// passes, e^ first: sigmoid's and silu's block forms, as Gelu::block (below) for gelu.
+template <class F> [[gnu::always_inline]] inline void exp_neg_abs_then(const float* x, float* y, int64_t m, F finish) {
+  alignas(64) float e[kHalfBlock];
+  for (int64_t j = 0; j < m; ++j) e[j] = ofs_exp(-std::fabs(x[j]));
+  for (int64_t j = 0; j < m; ++j) y[j] = finish(x[j], e[j]);
+}
 struct Sigmoid {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 3;
   [[gnu::always_inline]] static float f(float x) { return ofs_sigmoid(x); }
-  static void block(const float* x, float* y, int64_t m) {  // two passes, as Gelu::block
-    alignas(64) float e[kHalfBlock];
-    for (int64_t j = 0; j < m; ++j) e[j] = ofs_exp(-std::fabs(x[j]));
-    for (int64_t j = 0; j < m; ++j) y[j] = ofs_sigmoid_from_exp(x[j], e[j]);
+  static void block(const float* x, float* y, int64_t m) {
+    exp_neg_abs_then(x, y, m, [](float v, float e) { return ofs_sigmoid_from_exp(v, e); });
   }
 };
 struct Silu {
   static constexpr bool kIntegers = false;
   static constexpr int kFlops = 4;
   [[gnu::always_inline]] static float f(float x) { return ofs_silu(x); }
-  static void block(const float* x, float* y, int64_t m) {  // two passes, as Gelu::block
-    alignas(64) float e[kHalfBlock];
-    for (int64_t j = 0; j < m; ++j) e[j] = ofs_exp(-std::fabs(x[j]));
-    for (int64_t j = 0; j < m; ++j) y[j] = ofs_silu_from_exp(x[j], e[j]);
+  static void block(const float* x, float* y, int64_t m) {
+    exp_neg_abs_then(x, y, m, [](float v, float e) { return ofs_silu_from_exp(v, e); });
   }
 };
 struct Gelu {
