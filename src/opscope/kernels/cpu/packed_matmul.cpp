@@ -154,6 +154,8 @@ std::shared_ptr<PackedMatmul> PackedMatmul::plan(const Tensor& a, const Tensor& 
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   try {
+    // oneDNN's choice of layout for the packed chunks, or for its sgemm rows one pad apart
+    const bool padded_rows = dtype == DType::f32 && f32_matmul_is_gemm();
     for (int64_t lo = 0; lo < N; lo += step) {
       auto c = std::make_unique<Chunk>();
       c->lo = lo, c->hi = std::min(N, lo + step);
@@ -163,9 +165,7 @@ std::shared_ptr<PackedMatmul> PackedMatmul::plan(const Tensor& a, const Tensor& 
       c->bias = md({1, n}, bias && bias->dtype() == DType::bf16 ? dt::bf16 : dt::f32, {n, 1});
       c->user = md({K, n}, type, {sbk, sbn});
       c->user_offset = lo * sbn * item;
-      // oneDNN's choice of layout, or for its sgemm rows one pad apart
-      md any = dtype == DType::f32 && f32_matmul_is_gemm() ? md({K, n}, type, {n + kGemmRowPad, 1})
-                                                           : md({K, n}, type, dnnl::memory::format_tag::any);
+      md any = padded_rows ? md({K, n}, type, {n + kGemmRowPad, 1}) : md({K, n}, type, dnnl::memory::format_tag::any);
       auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
                                                     post_ops(epilogue), onednn_engine())
                      : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), post_ops(epilogue),
