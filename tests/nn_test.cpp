@@ -155,6 +155,39 @@ TEST(Softmax, ExpAcrossItsRangeAndAllMaskedRows) {
   }
 }
 
+// A row whose x - max stays above -86.5 takes a shorter e^ (no clamps, 2^n added to the
+// exponent bits; norm.cpp's kNormalSpread), any other row the full one. Rows on either side
+// of that edge, in each dtype, with -inf and NaN among them, must give the same values.
+TEST(Softmax, RowsEitherSideOfTheShortExpsRange) {
+  const int64_t n = 40;  // two vectors and a tail under AVX-512, more under AVX2
+  std::vector<float> v;
+  for (float low : {-86.49f, -86.5f, -86.51f, -87.0f, -120.0f, -INFINITY})
+    for (int64_t i = 0; i < n; ++i) v.push_back(i == 7 ? low : i == 30 ? 2.0f : -float(i % 9) * 0.3f);
+  const int64_t rows = int64_t(v.size()) / n;
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    Tensor x = from_host(v, {rows, n}).to(dt);
+    std::vector<float> got = softmax(x).to_float_vector();
+    std::vector<double> ref = softmax_ref(x.to_float_vector(), n);
+    const double rtol = dt == DType::f32 ? 2e-6 : dt == DType::bf16 ? 4e-3 : 5e-4;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (ref[i] < 1.2e-38) {
+        EXPECT_TRUE(got[i] >= 0.0f && got[i] < 1.2e-38f) << dtype_name(dt) << " " << i;
+      } else if (dt != DType::f16 || ref[i] > 6.2e-5) {  // f16 subnormals: a fixed ulp
+        EXPECT_NEAR(got[i] / ref[i], 1.0, rtol) << dtype_name(dt) << " " << i;
+      }
+    }
+    // A NaN anywhere poisons its row only, in the short e^ as in the full one.
+    std::vector<float> w = v;
+    w[size_t(3)] = NAN;          // row 0: in range
+    w[size_t(5 * n + 3)] = NAN;  // row 5: -inf, so out of range
+    std::vector<float> z = softmax(from_host(w, {rows, n}).to(dt)).to_float_vector();
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(std::isnan(z[size_t(i)]) && std::isnan(z[size_t(5 * n + i)])) << dtype_name(dt) << " " << i;
+      EXPECT_FALSE(std::isnan(z[size_t(n + i)])) << dtype_name(dt) << " " << i;
+    }
+  }
+}
+
 TEST(Softmax, NonContiguousAnd16Bit) {
   Tensor base = randn({33, 17}, 23);
   Tensor t = base.transpose(0, 1);  // rows of 33 at stride 17

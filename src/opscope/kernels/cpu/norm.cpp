@@ -52,6 +52,17 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 #endif
 }
 
+// p * 2^n per lane where the result is a normal float and p is in [0.5, 2): n added to p's
+// exponent bits, three instructions where scale_lanes takes nine without AVX-512. A NaN p
+// stays NaN (a NaN n converts to 0x80000000, whose shift adds 0).
+[[gnu::always_inline]] inline f32v scale_normal_lanes(f32v p, f32v n) {
+#if defined(__AVX512F__)
+  return scale_lanes(p, n);
+#else
+  return std::bit_cast<f32v>(std::bit_cast<i32v>(p) + (__builtin_convertvector(n, i32v) << 23));
+#endif
+}
+
 // a > b ? a : b per lane, so b where either is NaN: one vmaxps (GCC 12 makes a compare and
 // a blend of the ?:, on the exp's critical path).
 [[gnu::always_inline]] inline f32v max_lanes(f32v a, f32v b) {
@@ -61,6 +72,17 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
   return std::bit_cast<f32v>(_mm256_max_ps(std::bit_cast<__m256>(a), std::bit_cast<__m256>(b)));
 #else
   return a > b ? a : b;
+#endif
+}
+
+// a < b ? a : b per lane, so b where either is NaN: one vminps.
+[[gnu::always_inline]] inline f32v min_lanes(f32v a, f32v b) {
+#if defined(__AVX512F__)
+  return std::bit_cast<f32v>(_mm512_maskz_min_ps(0xffff, std::bit_cast<__m512>(a), std::bit_cast<__m512>(b)));
+#elif defined(__AVX__)
+  return std::bit_cast<f32v>(_mm256_min_ps(std::bit_cast<__m256>(a), std::bit_cast<__m256>(b)));
+#else
+  return a < b ? a : b;
 #endif
 }
 
@@ -76,11 +98,9 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 #endif
 }
 
-// e^x per lane: e^-inf = 0, e^x = inf above 88.7, NaN stays NaN, denormal results below
-// -87.3.
-[[gnu::always_inline]] inline f32v exp_lanes(f32v x) {
-  x = clamp_lanes(x, -150.0f, 89.0f);
-  f32v n = round_lanes(x * 1.44269504088896341f);
+// e^r's polynomial for x = n ln2 + r, n = round(x / ln2): p in [0.7, 1.42], e^x = 2^n p.
+[[gnu::always_inline]] inline f32v exp_reduced(f32v x, f32v& n) {
+  n = round_lanes(x * 1.44269504088896341f);
   f32v r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   // Estrin's form, as ofs_exp_core: a shorter dependent chain than Horner's
@@ -89,15 +109,48 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
   f32v p23 = r * 8.3334519073e-3f + 4.1665795894e-2f;
   f32v p45 = r * 1.9875691500e-4f + 1.3981999507e-3f;
   f32v p = (p45 * r2 + p23) * r2 + p01;
-  p = p * r2 + (r + 1.0f);
+  return p * r2 + (r + 1.0f);
+}
+
+// e^x per lane: e^-inf = 0, e^x = inf above 88.7, NaN stays NaN, denormal results below
+// -87.3.
+[[gnu::always_inline]] inline f32v exp_lanes(f32v x) {
+  f32v n;
+  f32v p = exp_reduced(clamp_lanes(x, -150.0f, 89.0f), n);
   return scale_lanes(p, n);
+}
+
+// The least x - max of a row for which the softmax's e^ may skip its clamps and scale by
+// exponent bits: from it up to 0, n = round((x - max) / ln2) >= -125 and 2^n p is normal.
+constexpr float kNormalSpread = -86.5f;
+
+// e^x per lane for x in [kNormalSpread, 0] or NaN, as exp_lanes gives it.
+[[gnu::always_inline]] inline f32v exp_lanes_in_range(f32v x) {
+  f32v n;
+  f32v p = exp_reduced(x, n);
+  return scale_normal_lanes(p, n);
+}
+
+// 2^f per lane for f in [-0.5, 0.5]: a degree-4 fit, to 3e-6 relative.
+[[gnu::always_inline]] inline f32v exp2_fraction(f32v f) {
+  f32v p = splat(9.57000907510519e-3f);
+  p = p * f + 5.591786280274391e-2f;
+  p = p * f + 2.402474731206894e-1f;
+  p = p * f + 6.931217908859253e-1f;
+  return p * f + 9.999992847442627e-1f;
 }
 
 // e^(x - m) per lane for a softmax whose output is bf16 or f16, to 3e-6 relative: far inside
 // half an ulp of either (2e-3, 2.4e-4), in about half the instructions of exp_lanes. As
 // 2^y with y = (x - m) log2(e), 2^n * p(y - n), p a degree-4 fit of 2^f on [-0.5, 0.5]. y is
-// at most 0 (m is the row's max); -inf and y below -150 give 0, NaN stays NaN.
-[[gnu::always_inline]] inline f32v exp_shifted_for_half(f32v x, float m) {
+// at most 0 (m is the row's max); -inf and y below -150 give 0, NaN stays NaN. kInRange:
+// every x - m is in [kNormalSpread, 0] or NaN, so no clamp and the scaling by exponent bits.
+template <bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted_for_half(f32v x, float m) {
+  if constexpr (kInRange) {
+    f32v y = (x - m) * 1.44269504088896341f;
+    f32v n = round_lanes(y);
+    return scale_normal_lanes(exp2_fraction(y - n), n);
+  }
 #if defined(__AVX512DQ__)
   // f = y - round(y) in one vreduceps, which gives 0 for y = -inf: n = y - f is then -inf,
   // and scalef's 2^-inf is 0 with no clamp (below -150, 2^n underflows to 0 as well).
@@ -109,18 +162,14 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
   f32v y = max_lanes(splat(-150.0f), (x - m) * 1.44269504088896341f);  // NaN passes
   f32v n = round_lanes(y), f = y - n;
 #endif
-  f32v p = splat(9.57000907510519e-3f);
-  p = p * f + 5.591786280274391e-2f;
-  p = p * f + 2.402474731206894e-1f;
-  p = p * f + 6.931217908859253e-1f;
-  p = p * f + 9.999992847442627e-1f;
-  return scale_lanes(p, n);
+  return scale_lanes(exp2_fraction(f), n);
 }
 
-// e^(x - m) per lane, as precise as T's softmax needs.
-template <class T> [[gnu::always_inline]] inline f32v exp_shifted(f32v x, float m) {
-  if constexpr (std::is_same_v<T, float>) return exp_lanes(x - m);
-  else return exp_shifted_for_half(x, m);
+// e^(x - m) per lane, as precise as T's softmax needs; kInRange as for exp_shifted_for_half.
+template <class T, bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted(f32v x, float m) {
+  if constexpr (!std::is_same_v<T, float>) return exp_shifted_for_half<kInRange>(x, m);
+  else if constexpr (kInRange) return exp_lanes_in_range(x - m);
+  else return exp_lanes(x - m);
 }
 
 // y[i] = g(the lanes of each source row at i) for i < n: kVecLanes at a time in f32, each
@@ -151,10 +200,10 @@ template <class T> [[gnu::always_inline]] inline void prefetch_l2(const T* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
 }
 
-// t[i] = e^(x[i] - m), as precise as a softmax into E needs, returning their sum. The tail
-// is one vector padded with -inf (e^-inf adds 0). `next`: a row of n to prefetch meanwhile,
-// or null.
-template <class E, class T, class N>
+// t[i] = e^(x[i] - m), as precise as a softmax into E needs, returning their sum; kInRange as
+// for exp_shifted_for_half. The tail is one vector padded with -inf (e^-inf adds 0), out of
+// kInRange's range. `next`: a row of n to prefetch meanwhile, or null.
+template <class E, bool kInRange, class T, class N>
 inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* next) {
   constexpr int64_t V = kVecLanes;
   f32v a0 = {}, a1 = {};
@@ -164,7 +213,7 @@ inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* 
       prefetch_l2(next + i);
       prefetch_l2(next + i + V);
     }
-    f32v e0 = exp_shifted<E>(load_f32v(x + i), m), e1 = exp_shifted<E>(load_f32v(x + i + V), m);
+    f32v e0 = exp_shifted<E, kInRange>(load_f32v(x + i), m), e1 = exp_shifted<E, kInRange>(load_f32v(x + i + V), m);
     store_f32v(t + i, e0, false);
     store_f32v(t + i + V, e1, false);
     a0 += e0;
@@ -172,16 +221,18 @@ inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* 
   }
   for (; i < n; i += V) {
     int64_t k = std::min<int64_t>(V, n - i);
-    f32v e = exp_shifted<E>(load_f32v_tail(x + i, k, -INFINITY), m);
+    f32v e = exp_shifted<E, false>(load_f32v_tail(x + i, k, -INFINITY), m);
     std::memcpy(t + i, &e, size_t(k) * sizeof(float));
     a0 += e;
   }
   return fold_lanes(a0 + a1, [](f32v a, f32v b) { return a + b; });
 }
 
-// The row's max for its softmax. NaN is not tracked: a NaN in the row makes its e^, their
-// sum and so every output of the row NaN anyway, as in torch. (row_extreme's NaN tracking
-// took a third of this pass.) An all -inf row gives -inf, and NaN outputs as in torch.
+// The row's max and min for its softmax. NaN is not tracked: a NaN in the row makes its e^,
+// their sum and so every output of the row NaN anyway, as in torch. (row_extreme's NaN
+// tracking took a third of this pass.) An all -inf row gives a max of -inf, and NaN outputs
+// as in torch. The min costs one vminps beside each vmaxps; it says whether the row's e^ may
+// take exp_lanes_in_range.
 // With kKeep (bf16, f16), the row converted to f32 is stored there as well: the exp pass
 // then loads f32 lanes from L1 instead of converting the halves a second time.
 // A bf16 row's keep under AVX2 holds each 16 elements as their even lanes, then their odd
@@ -189,10 +240,15 @@ inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* 
 // softmax_rows.
 template <class T> constexpr bool kKeepEvenOdd = kBf16EvenOdd && std::is_same_v<T, bf16_t>;
 
-template <class T, bool kKeep = false> float softmax_row_max(const T* x, int64_t n, float* keep = nullptr) {
+struct RowExtent {
+  float max, min;
+};
+
+template <class T, bool kKeep = false> RowExtent softmax_row_extent(const T* x, int64_t n, float* keep = nullptr) {
   auto max_of = [](f32v a, f32v b) { return max_lanes(a, b); };  // the running max b where a is NaN
+  auto min_of = [](f32v a, f32v b) { return min_lanes(a, b); };
   constexpr int64_t V = kVecLanes;
-  f32v m0 = f32v{} - INFINITY, m1 = m0;
+  f32v m0 = f32v{} - INFINITY, m1 = m0, l0 = f32v{} + INFINITY, l1 = l0;
   int64_t i = 0;
   for (; i + 2 * V <= n; i += 2 * V) {
     f32v v0, v1;
@@ -210,14 +266,25 @@ template <class T, bool kKeep = false> float softmax_row_max(const T* x, int64_t
     }
     m0 = max_of(v0, m0);
     m1 = max_of(v1, m1);
+    l0 = min_of(v0, l0);
+    l1 = min_of(v1, l1);
   }
   for (; i < n; i += V) {
     int64_t k = std::min<int64_t>(V, n - i);
-    f32v v = load_f32v_tail(x + i, k, -INFINITY);
+    f32v v = load_f32v_tail(x + i, k, to_f32(x[i]));  // padded with an element: neither extreme moves
     if constexpr (kKeep) std::memcpy(keep + i, &v, size_t(k) * sizeof(float));
     m0 = max_of(v, m0);
+    l0 = min_of(v, l0);
   }
-  return fold_lanes(max_of(m0, m1), max_of);
+  return {fold_lanes(max_of(m0, m1), max_of), fold_lanes(min_of(l0, l1), min_of)};
+}
+
+// t[i] = e^(x[i] - max) for the row of extent `ext`, returning their sum: exp_lanes_in_range
+// where every x - max is at least kNormalSpread (false for -inf, NaN and masked rows).
+template <class E, class T, class N>
+inline float exp_row(const T* x, float* t, int64_t n, RowExtent ext, const N* next) {
+  if (ext.min - ext.max >= kNormalSpread) return exp_shifted_row<E, true>(x, t, n, ext.max, next);
+  return exp_shifted_row<E, false>(x, t, n, ext.max, next);
 }
 
 template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int64_t n, bool stream) {
@@ -227,10 +294,10 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
     const T* next = r + 1 < e ? xr + n : nullptr;
     float sum;
     if constexpr (std::is_same_v<T, float>) {
-      sum = exp_shifted_row<T>(xr, t, n, softmax_row_max(xr, n), next);
+      sum = exp_row<T>(xr, t, n, softmax_row_extent(xr, n), next);
     } else {  // halves: converted once, in the max pass, into t; e^ over t in place
-      float m = softmax_row_max<T, true>(xr, n, t);
-      sum = exp_shifted_row<T>(static_cast<const float*>(t), t, n, m, next);
+      RowExtent ext = softmax_row_extent<T, true>(xr, n, t);
+      sum = exp_row<T>(static_cast<const float*>(t), t, n, ext, next);
     }
     float inv = 1.0f / sum;
     auto scale = [inv](f32v v) { return v * inv; };
@@ -248,7 +315,7 @@ template <class T> void softmax_rows(const T* x, T* y, int64_t b, int64_t e, int
 void softmax_rows_inplace(float* x, int64_t rows, int64_t n, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {
     float* xr = x + r * ld;  // e^(x - max) written over x: each lane is loaded before it is stored
-    float inv = 1.0f / exp_shifted_row<float>(xr, xr, n, softmax_row_max(xr, n), r + 1 < rows ? xr + ld : nullptr);
+    float inv = 1.0f / exp_row<float>(xr, xr, n, softmax_row_extent(xr, n), r + 1 < rows ? xr + ld : nullptr);
     map_row(xr, n, false, [inv](f32v v) { return v * inv; }, xr);
   }
 }
