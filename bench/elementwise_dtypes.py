@@ -32,6 +32,9 @@ OPS = {
     "elu(a)": lambda a, b: torch.nn.functional.elu(a),
     "softplus(a)": lambda a, b: torch.nn.functional.softplus(a),
     "mish(a)": lambda a, b: torch.nn.functional.mish(a),
+    "logsigmoid(a)": lambda a, b: torch.nn.functional.logsigmoid(a),
+    "frac(a)": lambda a, b: torch.frac(a),
+    "atanh(a)": lambda a, b: torch.atanh(a.clamp(-0.99, 0.99)),
 }
 POSITIVE = {"sqrt(|a|)"}
 

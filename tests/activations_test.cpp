@@ -1,4 +1,5 @@
-// leaky_relu, elu, softplus, mish, log10 and exp2 (cpu_kernels::unary_param_spec through
+// leaky_relu, elu, softplus, mish, log10, exp2, log_sigmoid, atanh, frac and lgamma
+// (cpu_kernels::unary_param_spec through
 // the ops) against double-precision references: f32 at the op's accuracy, bf16/f16 as the
 // f32 kernel rounded once, special values, and the errors.
 #include <gtest/gtest.h>
@@ -60,6 +61,16 @@ const std::vector<Case>& cases() {
       {"log10", [](const Tensor& x) { return opscope::log10(x); }, [](double x) { return std::log10(x); }, 1e-3f,
        1000, 3e-7},
       {"exp2", [](const Tensor& x) { return opscope::exp2(x); }, [](double x) { return std::exp2(x); }, -30, 30, 3e-7},
+      {"log_sigmoid", [](const Tensor& x) { return log_sigmoid(x); },
+       [](double x) { return std::min(x, 0.0) - std::log1p(std::exp(-std::fabs(x))); }, -30, 30, 4e-7},
+      {"atanh", [](const Tensor& x) { return opscope::atanh(x); }, [](double x) { return std::atanh(x); }, -0.999f,
+       0.999f, 4.8e-7},
+      {"atanh near 0", [](const Tensor& x) { return opscope::atanh(x); }, [](double x) { return std::atanh(x); },
+       -1e-3f, 1e-3f, 4.8e-7},
+      {"frac", [](const Tensor& x) { return frac(x); }, [](double x) { return x - std::trunc(x); }, -1e3f, 1e3f, 0},
+      // away from lgamma's zeros at 1 and 2, where only an absolute error is meaningful
+      {"lgamma", [](const Tensor& x) { return opscope::lgamma(x); }, [](double x) { return std::lgamma(x); }, 2.5f,
+       1e4f, 3e-7},
   };
   return c;
 }
@@ -153,7 +164,11 @@ TEST(Activations, ErrorsNameTheOp) {
            {"softplus", [](const Tensor& t) { return softplus(t); }},
            {"mish", [](const Tensor& t) { return mish(t); }},
            {"log10", [](const Tensor& t) { return opscope::log10(t); }},
-           {"exp2", [](const Tensor& t) { return opscope::exp2(t); }}}) {
+           {"exp2", [](const Tensor& t) { return opscope::exp2(t); }},
+           {"log_sigmoid", [](const Tensor& t) { return log_sigmoid(t); }},
+           {"atanh", [](const Tensor& t) { return opscope::atanh(t); }},
+           {"frac", [](const Tensor& t) { return frac(t); }},
+           {"lgamma", [](const Tensor& t) { return opscope::lgamma(t); }}}) {
     try {
       f(i);
       ADD_FAILURE() << name << " took i64";
@@ -163,6 +178,21 @@ TEST(Activations, ErrorsNameTheOp) {
       EXPECT_NE(m.find("i64"), std::string::npos) << m;
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+// lgamma where it crosses 0 (x = 1, 2) and between its poles (negative x), within an
+// absolute 1e-6 of the double value; the poles themselves give +inf.
+TEST(Activations, LgammaNearItsZerosAndPoles) {
+  std::vector<float> v;
+  for (int i = -40; i <= 40; ++i) v.push_back(1.0f + float(i) * 1e-3f), v.push_back(2.0f + float(i) * 1e-3f);
+  for (float x : {-0.5f, -1.5f, -2.25f, -3.75f, -10.5f, 0.25f, 1e-3f}) v.push_back(x);
+  std::vector<float> g = opscope::lgamma(from_host(v, {int64_t(v.size())})).to_float_vector();
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(g[i], std::lgamma(double(v[i])), 1e-6 + 3e-7 * std::fabs(g[i])) << v[i];
+  for (float pole : {0.f, -1.f, -2.f, -50.f}) EXPECT_EQ(opscope::lgamma(from_host({pole}, {1})).item(), INFINITY) << pole;
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ E03, E30, E204 = torch.zeros(0, 3), torch.zeros(3, 0), torch.zeros(2, 0, 4)
 
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "floor", "ceil",
          "round", "trunc", "sign", "log2", "reciprocal", "erf", "expm1", "log1p", "tan", "atan", "asin", "acos",
-         "sinh", "cosh", "erfinv"]
+         "sinh", "cosh", "erfinv", "sgn", "frac", "atanh", "exp2", "log10"]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -50,6 +50,7 @@ def test_unary(name):
     same_as_cpu(F.silu, E03)
     same_as_cpu(F.gelu, E03)
     same_as_cpu(F.hardswish, E03)
+    same_as_cpu(F.logsigmoid, E03)
 
 
 CASES = {

@@ -54,8 +54,8 @@ def test_boolean_masks_and_index_lists(dev):
 def test_fallback_inplace_and_views_keep_aliasing(dev):
     x = torch.randn(4, 6)
     d = x.to(dev)
-    d[:, 1:3].lgamma_()  # no opscope kernel: in place through a view
-    x[:, 1:3].lgamma_()
+    d[:, 1:3].digamma_()  # no opscope kernel: in place through a view
+    x[:, 1:3].digamma_()
     assert torch.equal(d.cpu(), x)
     d.diagonal().zero_()  # diagonal is a view: the write reaches d
     x.diagonal().zero_()
@@ -98,15 +98,15 @@ def test_kernel_errors_surface_at_a_fallback(dev):
 
 
 def test_an_op_opscope_lacks_falls_back_and_writes_in_place(dev):
-    # lgamma_ has no opscope kernel: torch's CPU kernel runs on the device's memory, and its
+    # digamma_ has no opscope kernel: torch's CPU kernel runs on the device's memory, and its
     # in-place write reaches the device's tensor; masked_fill_ beside it runs natively.
     x = torch.rand(4, 5) * 4 - 2
     xd = x.to(dev)
-    xd.lgamma_()
-    x.lgamma_()
+    xd.digamma_()
+    x.digamma_()
     torch.testing.assert_close(xd.cpu(), x)
-    assert fallbacks()["aten::lgamma.out"]["count"] == 1  # lgamma_ reaches the device as its out= form
+    assert fallbacks()["aten::digamma.out"]["count"] == 1  # digamma_ reaches the device as its out= form
     xd.masked_fill_(xd < 0, 0.5)
     x.masked_fill_(x < 0, 0.5)
     torch.testing.assert_close(xd.cpu(), x)
-    assert list(fallbacks()) == ["aten::lgamma.out"]  # the mask and the fill ran natively
+    assert list(fallbacks()) == ["aten::digamma.out"]  # the mask and the fill ran natively

@@ -1,5 +1,6 @@
-"""leaky_relu, elu (selu, celu), softplus, mish, log10 and exp2 on the device's own kernels:
-functional, in-place and out= forms against torch CPU, with no fallback."""
+"""leaky_relu, elu (selu, celu), softplus, mish, log10, exp2, logsigmoid, atanh, frac and sgn
+on the device's own kernels: functional, in-place and out= forms against torch CPU,
+with no fallback."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -28,6 +29,10 @@ OPS = {
     "mish": (F.mish, lambda t: F.mish(t, inplace=True), (torch._C._nn.mish, ())),
     "log10": (torch.log10, torch.log10_, (torch.log10, ())),
     "exp2": (torch.exp2, torch.exp2_, (torch.exp2, ())),
+    "logsigmoid": (F.logsigmoid, None, (torch._C._nn.log_sigmoid, ())),
+    "atanh": (torch.atanh, torch.atanh_, (torch.atanh, ())),
+    "frac": (torch.frac, torch.frac_, (torch.frac, ())),
+    "sgn": (torch.sgn, lambda t: t.sgn_(), (torch.sgn, ())),
 }
 
 
@@ -35,6 +40,8 @@ def inputs(n, dtype, name):
     x = torch.randn(n) * 4
     if name == "log10":
         x = x.abs() * 10  # in log10's domain (the special values test the rest)
+    if name == "atanh":
+        x = torch.rand(n) * 1.98 - 0.99  # likewise
     return x.to(dtype)
 
 
@@ -52,6 +59,9 @@ def test_functional(name, dtype, n):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values(name, dtype):
     x = torch.tensor(SPECIAL).to(dtype)
+    if name == "sgn":  # the device's sign keeps NaN NaN (as NumPy), where torch 1.13's gives 0
+        assert torch.sgn(x.to(opscope.device())).cpu()[-1].isnan()
+        x = x[:-1]
     got, want = native(OPS[name][0], x)
     torch.testing.assert_close(got.cpu().float(), want.float(), equal_nan=True,
                                atol=2e-2 if dtype == torch.bfloat16 else 2e-3 if dtype == torch.float16 else 1e-5,
@@ -108,3 +118,30 @@ def test_float_results_only():
     assert_close(torch.exp2(x.to(dev)), torch.exp2(x))
     with pytest.raises(RuntimeError):
         F.leaky_relu(x.to(dev))
+
+
+def test_logsigmoid_buffer_serves_autograd():
+    # log_sigmoid_forward's buffer (e^-|x|) is for the backward, which runs torch's CPU kernel
+    # on it: computed when x requires grad, empty otherwise (as torch's CUDA kernel leaves it).
+    x = torch.randn(37) * 6
+    xd = x.to(opscope.device()).requires_grad_()
+    xc = x.clone().requires_grad_()
+    F.logsigmoid(xd).sum().backward()
+    F.logsigmoid(xc).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad)
+    out, buffer = torch.ops.aten.log_sigmoid_forward(xd.detach())
+    assert buffer.numel() == 0
+    assert_close(out, F.logsigmoid(x))
+
+
+def test_special_functions_of_integers_answer_as_torch():
+    # atanh promotes integers to float, frac refuses them: the device answers as torch's
+    # kernel does (through it); sgn of integers is native.
+    x = torch.arange(-3, 4, dtype=torch.int64)
+    dev = opscope.device()
+    torch.testing.assert_close(torch.atanh(x.to(dev)).cpu(), torch.atanh(x), equal_nan=True)
+    with pytest.raises(RuntimeError):
+        torch.frac(x.to(dev))
+    opscope.reset_fallback_stats()
+    assert torch.equal(torch.sgn(x.to(dev)).cpu(), torch.sgn(x))
+    assert fallbacks() == {}, fallbacks()

@@ -153,6 +153,13 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 Tensor mish(const Tensor& x) { OPSCOPE_OP("mish", &x); return unary_param("mish", ParamUnaryOp::mish, x); }
 Tensor log10(const Tensor& x) { OPSCOPE_OP("log10", &x); return unary_param("log10", ParamUnaryOp::log10, x); }
 Tensor exp2(const Tensor& x) { OPSCOPE_OP("exp2", &x); return unary_param("exp2", ParamUnaryOp::exp2, x); }
+Tensor log_sigmoid(const Tensor& x) {
+  OPSCOPE_OP("log_sigmoid", &x);
+  return unary_param("log_sigmoid", ParamUnaryOp::log_sigmoid, x);
+}
+Tensor atanh(const Tensor& x) { OPSCOPE_OP("atanh", &x); return unary_param("atanh", ParamUnaryOp::atanh, x); }
+Tensor frac(const Tensor& x) { OPSCOPE_OP("frac", &x); return unary_param("frac", ParamUnaryOp::frac, x); }
+Tensor lgamma(const Tensor& x) { OPSCOPE_OP("lgamma", &x); return unary_param("lgamma", ParamUnaryOp::lgamma, x); }
 
 // ---- binary ----
 Tensor add(const Tensor& a, const Tensor& b) { OPSCOPE_OP("add", &a, &b); return binary("add", BinaryOp::add, a, b); }

@@ -54,7 +54,8 @@ Tensor acos(const Tensor& x);
 Tensor sinh(const Tensor& x);
 Tensor cosh(const Tensor& x);
 Tensor erfinv(const Tensor& x);
-// Activations with torch's parameters, and log10/exp2: the CPU device only, f32/bf16/f16.
+// Activations with torch parameters, and log10, exp2, log_sigmoid, atanh, frac, lgamma: the CPU
+// device only, f32/bf16/f16.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);  // x > 0 ? x : x * negative_slope
 // x > 0 ? x * scale : alpha * scale * (exp(x * input_scale) - 1); selu and celu are elus.
 Tensor elu(const Tensor& x, double alpha = 1.0, double scale = 1.0, double input_scale = 1.0);
@@ -63,6 +64,10 @@ Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 Tensor mish(const Tensor& x);  // x * tanh(softplus(x))
 Tensor log10(const Tensor& x);
 Tensor exp2(const Tensor& x);
+Tensor log_sigmoid(const Tensor& x);  // min(x, 0) - log1p(exp(-|x|))
+Tensor atanh(const Tensor& x);
+Tensor frac(const Tensor& x);  // x - trunc(x)
+Tensor lgamma(const Tensor& x);  // log |gamma(x)|
 
 // ---- binary, with broadcasting; a double operand is a scalar of x's dtype ----
 Tensor add(const Tensor& a, const Tensor& b);

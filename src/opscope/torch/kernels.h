@@ -115,7 +115,7 @@ template <Unary U, Form F> void unary_kernel(const c10::OperatorHandle& op, Stac
 // leaky_relu(self, negative_slope), elu(self, alpha, scale, input_scale) (selu and celu
 // reach it), softplus(self, beta, threshold), mish, log10, exp2: floating self only (torch
 // refuses integers for the activations; log10/exp2 of integers go to torch's kernel).
-enum class ParamUnary : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2 };
+enum class ParamUnary : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2, atanh, frac };
 template <ParamUnary P, Form F> void param_unary_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Reduce R, Form F> void reduce_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Form F> void argmax_kernel(const c10::OperatorHandle& op, Stack* s);
@@ -208,6 +208,7 @@ template <Form F> void glu_kernel(const c10::OperatorHandle& op, Stack* s);
 void weight_norm_kernel(const c10::OperatorHandle& op, Stack* s);  // _weight_norm_interface
 void group_norm_kernel(const c10::OperatorHandle& op, Stack* s);   // native_group_norm
 template <Form F> void log_softmax_kernel(const c10::OperatorHandle& op, Stack* s);
+template <Form F> void log_sigmoid_forward_kernel(const c10::OperatorHandle& op, Stack* s);  // F.logsigmoid
 
 // ---- recurrent layers (ops_rnn.cpp): lstm/gru/rnn_tanh/rnn_relu.input ----
 enum class Rnn : uint8_t { lstm, gru, tanh, relu };

@@ -128,15 +128,24 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   OPSCOPE_PARAM_UNARY("log10", log10)
   OPSCOPE_PARAM_UNARY("exp2", exp2)
 #undef OPSCOPE_PARAM_UNARY
+#define OPSCOPE_PARAM_UNARY_ALL(name, kind)                                      \
+  m.impl(name, boxed<param_unary_kernel<ParamUnary::kind, F::functional>>());    \
+  m.impl(name "_", boxed<param_unary_kernel<ParamUnary::kind, F::inplace>>());   \
+  m.impl(name ".out", boxed<param_unary_kernel<ParamUnary::kind, F::out>>());
   m.impl("leaky_relu_", boxed<param_unary_kernel<ParamUnary::leaky_relu, F::inplace>>());
   m.impl("elu_", boxed<param_unary_kernel<ParamUnary::elu, F::inplace>>());
   m.impl("mish_", boxed<param_unary_kernel<ParamUnary::mish, F::inplace>>());
   m.impl("log10_", boxed<param_unary_kernel<ParamUnary::log10, F::inplace>>());
   m.impl("exp2_", boxed<param_unary_kernel<ParamUnary::exp2, F::inplace>>());
+  OPSCOPE_PARAM_UNARY_ALL("atanh", atanh)
+  OPSCOPE_PARAM_UNARY_ALL("frac", frac)
+  // not lgamma: the device's, glibc's lgammaf_r an element at a time, took 2.5-3x torch's
+#undef OPSCOPE_PARAM_UNARY_ALL
   OPSCOPE_UNARY("floor", floor)
   OPSCOPE_UNARY("ceil", ceil)
   OPSCOPE_UNARY("trunc", trunc)
   OPSCOPE_UNARY("sign", sign)
+  OPSCOPE_UNARY("sgn", sign)  // sign for real dtypes; complex ones fall back
   OPSCOPE_UNARY("log2", log2)
   OPSCOPE_UNARY("reciprocal", reciprocal)
   OPSCOPE_UNARY("erf", erf)
@@ -388,6 +397,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_group_norm", boxed<group_norm_kernel>());
   m.impl("_log_softmax", boxed<log_softmax_kernel<F::functional>>());
   m.impl("_log_softmax.out", boxed<log_softmax_kernel<F::out>>());
+  m.impl("log_sigmoid_forward", boxed<log_sigmoid_forward_kernel<F::functional>>());
+  m.impl("log_sigmoid_forward.output", boxed<log_sigmoid_forward_kernel<F::out>>());
   m.impl("lstm.input", boxed<rnn_kernel<Rnn::lstm>>());
   m.impl("gru.input", boxed<rnn_kernel<Rnn::gru>>());
   m.impl("rnn_tanh.input", boxed<rnn_kernel<Rnn::tanh>>());

@@ -339,6 +339,8 @@ void param_unary_kernel(const c10::OperatorHandle& op, Stack* s) {
       case ParamUnary::mish: return mish(x);
       case ParamUnary::log10: return log10(x);
       case ParamUnary::exp2: return exp2(x);
+      case ParamUnary::atanh: return atanh(x);
+      case ParamUnary::frac: return frac(x);
     }
     return Tensor();
   });
@@ -445,6 +447,8 @@ OPSCOPE_FORMS(param_unary_kernel, ParamUnary::softplus)
 OPSCOPE_FORMS(param_unary_kernel, ParamUnary::mish)
 OPSCOPE_FORMS(param_unary_kernel, ParamUnary::log10)
 OPSCOPE_FORMS(param_unary_kernel, ParamUnary::exp2)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::atanh)
+OPSCOPE_FORMS(param_unary_kernel, ParamUnary::frac)
 OPSCOPE_FORMS(unary_kernel, Unary::neg)
 OPSCOPE_FORMS(unary_kernel, Unary::abs)
 OPSCOPE_FORMS(unary_kernel, Unary::exp)

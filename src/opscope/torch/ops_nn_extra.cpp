@@ -1,6 +1,6 @@
 // More nn ops as compositions of opscope's ops: baddbmm/addbmm (attention with a mask),
 // glu (Conformer), _weight_norm_interface (wav2vec2's positional convolution),
-// native_group_norm (wav2vec2's feature extractor), _log_softmax.
+// native_group_norm (wav2vec2's feature extractor), _log_softmax, log_sigmoid_forward.
 #include <c10/core/GradMode.h>
 
 #include "opscope/core/error.h"
@@ -163,6 +163,35 @@ void group_norm_kernel(const c10::OperatorHandle& op, Stack* s) {
   }
 }
 
+// log_sigmoid_forward(self) -> (output, buffer): F.logsigmoid's op. buffer is e^-|x|, which
+// torch's CPU backward reads: computed only when autograd may need it, else empty (as
+// torch's CUDA kernel leaves it). The out form (log_sigmoid.out reaches it) fills both.
+template <Form F>
+void log_sigmoid_forward_kernel(const c10::OperatorHandle& op, Stack* s) {
+  Call c(op, s);
+  if (meta_mode()) return c.fall_back();
+  const at::Tensor& self = c.tensor(0);
+  if (!has_kernels({&self}, true)) return c.fall_back();
+  if constexpr (F == Form::out) {
+    if (c.tensor(1).scalar_type() != self.scalar_type() || c.tensor(2).scalar_type() != self.scalar_type())
+      return c.fall_back();  // torch's error
+  }
+  try {
+    Tensor x = from_torch(self, c.name());
+    AtenScope scope(c.name(), {&x});
+    Tensor y = log_sigmoid(x);
+    if constexpr (F == Form::out) {
+      c.ret_tuple(deliver(F, y, c.tensor(1), c.name()), deliver(F, exp(neg(abs(x))), c.tensor(2), c.name()));
+    } else {
+      at::Tensor buffer = c10::GradMode::is_enabled() && self.requires_grad() ? to_torch(exp(neg(abs(x))))
+                                                                              : at::empty({0}, self.options());
+      c.ret_tuple(to_torch(y), std::move(buffer));
+    }
+  } catch (const opscope::Error& e) {
+    c.refused(e);
+  }
+}
+
 // _log_softmax(self, dim, half_to_float) = (x - max) - log(sum(exp(x - max))), and its out form.
 template <Form F>
 void log_softmax_kernel(const c10::OperatorHandle& op, Stack* s) {
@@ -191,5 +220,7 @@ template void glu_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void glu_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 template void log_softmax_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
 template void log_softmax_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
+template void log_sigmoid_forward_kernel<Form::functional>(const c10::OperatorHandle&, Stack*);
+template void log_sigmoid_forward_kernel<Form::out>(const c10::OperatorHandle&, Stack*);
 
 }  // namespace opscope::torch_bridge

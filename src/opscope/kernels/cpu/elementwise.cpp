@@ -50,6 +50,10 @@ std::string_view op_name(ParamUnaryOp op) {
     case ParamUnaryOp::mish: return "mish";
     case ParamUnaryOp::log10: return "log10";
     case ParamUnaryOp::exp2: return "exp2";
+    case ParamUnaryOp::log_sigmoid: return "log_sigmoid";
+    case ParamUnaryOp::atanh: return "atanh";
+    case ParamUnaryOp::frac: return "frac";
+    case ParamUnaryOp::lgamma: return "lgamma";
   }
   return "?";
 }

@@ -40,9 +40,9 @@ inline constexpr int kUnaryOpCount = int(UnaryOp::erfinv) + 1;
 //   leaky_relu  a = negative_slope
 //   elu         a = alpha, b = scale, c = input_scale (torch's selu and celu are elus)
 //   softplus    a = beta, b = threshold
-//   mish, log10, exp2: none
-enum class ParamUnaryOp : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2 };
-inline constexpr int kParamUnaryOpCount = int(ParamUnaryOp::exp2) + 1;
+//   mish, log10, exp2, log_sigmoid, atanh, frac, lgamma: none
+enum class ParamUnaryOp : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2, log_sigmoid, atanh, frac, lgamma };
+inline constexpr int kParamUnaryOpCount = int(ParamUnaryOp::lgamma) + 1;
 struct UnaryParams {
   float a = 0, b = 0, c = 0;
 };
