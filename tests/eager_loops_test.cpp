@@ -38,7 +38,8 @@ TEST(EagerLoops, ActivationLoopsAreVectorizedAndCallNothing) {
   ASSERT_TRUE(elf->has_symtab()) << path;
   const std::string ns = "opscope::cpu_kernels::(anonymous namespace)::";
   std::vector<Symbol> all = elf->functions_containing(ns);
-  for (const char* op : {"Exp", "Log", "Tanh", "Sigmoid", "Silu", "Gelu", "GeluTanh", "Elu", "Softplus", "Mish"}) {
+  for (const char* op : {"Exp", "Log", "Tanh", "Sigmoid", "Silu", "Gelu", "GeluTanh", "Elu", "Softplus", "Mish",
+                         "LogSigmoid", "Atanh", "Frac"}) {
     SCOPED_TRACE(op);
     // unary_flat's instance, or an op's block form (Gelu::block) where it stands out of line
     const std::string instance = "unary_flat<" + ns + op + ", float>", block = ns + op + "::block(";
