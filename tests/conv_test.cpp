@@ -296,6 +296,9 @@ TEST(MaxPool2d, MatchesTheDefinition) {
       {2, 2, 7, 9, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true},     // ceil_mode keeps them
       {1, 2, 9, 8, {3, 2}, {2, 3}, {1, 1}, {2, 1}},           // dilation, unequal window
       {1, 1, 5, 5, {3, 3}, {3, 3}, {1, 1}, {1, 1}, true},     // ceil_mode's last window starts in the input
+      // planes the kernel pools in several bands of output rows (pool.cpp's PoolBands)
+      {1, 1, 700, 700, {3, 3}, {1, 1}, {1, 1}},
+      {1, 2, 611, 650, {3, 2}, {2, 3}, {1, 1}, {2, 1}, true},
   };
   for (const PoolCase& k : cases) {
     for (DType dt : {DType::f32, DType::bf16, DType::f16}) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -30,51 +31,140 @@ int64_t first_inside(const kernels::Window2d& g, int64_t oy, int64_t ox) {
   return -1;
 }
 
-// One plane, an output row at a time: each window element (ki, kj) is compared for the
-// row's outputs that see it inside the input (their column range, from `cols`), so the
-// inner loop has no bounds checks and vectorizes (the sizes are locals and the buffers
-// restrict: an int64 store could otherwise alias them; 5x faster). Per output the
-// elements come in torch's order (row by row of the window), so ties keep the first
-// position and the last NaN wins. The comparisons read xs, the plane as f32 (x itself for
-// f32; bf16 and f16 planes are converted first: strided 16-bit loads with a conversion
-// kept the loop from vectorizing, 3.5x and 9.5x f32's time); the outputs are x's values.
-template <class T, class S>
-void pool_plane(const S* __restrict xs, const T* x, T* y, int64_t* idx, const kernels::Window2d& g,
-                const int64_t* cols, float* __restrict best, int64_t* __restrict at) {
-  const int64_t w = g.w, ow = g.ow, sw = g.sw;
-  for (int64_t oy = 0; oy < g.oh; ++oy) {
-    std::fill(best, best + ow, -std::numeric_limits<float>::infinity());
-    std::fill(at, at + ow, int64_t(-1));
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      int64_t iy = oy * g.sh - g.ph + ki * g.dh;
-      if (iy < 0 || iy >= g.h) continue;
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const int64_t pos = iy * w + kj * g.dw - g.pw;  // + ox * sw: the input position
-        const int64_t lo = cols[2 * kj], hi = cols[2 * kj + 1];
-        for (int64_t ox = lo; ox < hi; ++ox) {
-          float v = xs[pos + ox * sw];
-          bool take = v > best[ox] || v != v;
-          best[ox] = take ? v : best[ox];
-          at[ox] = take ? pos + ox * sw : at[ox];
-        }
+// Output row oy from its windows' winners: the value (the input's own: exact for every
+// dtype; -inf for a window in the padding) and, with idx, its position. In f32 the maxima
+// are the input's values already, and the positions a loop without branches; a window
+// nothing won (all -inf) takes torch's index, its first element inside the input, after.
+// tap_offset[ki * kw + kj]: that window element's input position past the window's origin.
+// Out of line: inlined, its loops kept a branch per output.
+template <class T>
+[[gnu::noinline]] void write_row(const T* x, T* __restrict y, int64_t* __restrict idx, const kernels::Window2d& g,
+                                 int64_t oy, const int64_t* tap_offset, const float* __restrict best,
+                                 const float* __restrict tap) {
+  const int64_t ow = g.ow, sw = g.sw, row0 = (oy * g.sh - g.ph) * g.w - g.pw;
+  if constexpr (std::is_same_v<T, float>) {
+    std::copy(best, best + ow, y);
+    if (idx)
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        int32_t t = int32_t(tap[ox]);
+        idx[ox] = row0 + ox * sw + tap_offset[t & ~(t >> 31)];  // -1 (nothing won) reads element 0's; fixed below
       }
-    }
+  } else {
     for (int64_t ox = 0; ox < ow; ++ox) {
-      int64_t a = at[ox] >= 0 ? at[ox] : first_inside(g, oy, ox);
-      // The input's own value: exact for every dtype (-inf for a window in the padding).
-      y[oy * ow + ox] = a >= 0 ? x[a] : from_f32<T>(best[ox]);
-      if (idx) idx[oy * ow + ox] = a;
+      if (tap[ox] < 0) continue;  // nothing won: below
+      const int64_t a = row0 + ox * sw + tap_offset[int64_t(tap[ox])];
+      y[ox] = x[a];
+      if (idx) idx[ox] = a;
     }
+  }
+  uint32_t signs = 0;  // a sign bit where nothing won: an OR over the row, which vectorizes
+  for (int64_t ox = 0; ox < ow; ++ox) signs |= std::bit_cast<uint32_t>(tap[ox]);
+  if (!(signs >> 31)) return;
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    if (tap[ox] >= 0) continue;
+    const int64_t a = first_inside(g, oy, ox);
+    y[ox] = a >= 0 ? x[a] : from_f32<T>(best[ox]);
+    if (idx) idx[ox] = a;
   }
 }
 
-// The n elements at x as f32: x itself, or converted into buf.
-template <class T> const float* plane_as_f32(const T* x, int64_t n, float* buf) {
-  if constexpr (std::is_same_v<T, float>) {
-    return x;
-  } else {
-    row_to_f32(x, buf, n);
-    return buf;
+// Max pooling a band of output rows at a time, as depthwise_plane (conv.cpp) convolves: the
+// band's input rows, zero-padded with -inf, are split into sh x sw phases (phase (a, p): the
+// padded rows a, a + sh, ... and columns p, p + sw, ..., wq wide), so that window element
+// (ki, kj) reads one phase at a fixed offset for every output: one long unit-stride loop
+// per window element over the band's oh x wq outputs (the columns past ow are scratch).
+// Row by row, the loops ran 56 outputs at a time with a strided read, and the loop
+// overheads and a scalar index pass held ResNet's 3x3/2 pool on 64x112x112 to 1.1 ms.
+// Each output keeps its best value and the number of the window element that gave it (a
+// float: one blend each in 8 or 16 lanes); the elements come in torch's order (row by row
+// of the window), so ties keep the first and the last NaN wins; -inf padding never wins.
+struct PoolBands {
+  int64_t wq = 0;     // phase and output row width
+  int64_t rows = 0;   // output rows per band
+  int64_t phase = 0;  // floats per phase of a band (its rows and a tail row, wq each)
+
+  explicit PoolBands(const kernels::Window2d& g) {
+    wq = std::max((g.w + g.pw - 1) / g.sw + 1, g.ow + (g.kw - 1) * g.dw / g.sw);
+    constexpr int64_t kBandFloats = int64_t(1) << 16;  // the phases of a band: 256 KiB, in L2
+    const int64_t reach = (g.kh - 1) * g.dh + 2 * g.sh;  // padded rows beyond R * sh, tail included
+    rows = std::clamp<int64_t>((kBandFloats / (wq * g.sw) - reach) / g.sh, 1, std::max<int64_t>(g.oh, 1));
+    phase = band_rows(g, rows) * wq;
+  }
+  // Rows per phase for a band of r output rows: the padded rows it reads, and a tail row.
+  static int64_t band_rows(const kernels::Window2d& g, int64_t r) {
+    return ((r - 1) * g.sh + (g.kh - 1) * g.dh + 1 + g.sh - 1) / g.sh + 1;
+  }
+  int64_t floats(const kernels::Window2d& g) const { return g.sh * g.sw * phase; }
+};
+
+// Input row x of w into its sw phases, `stride` floats apart: input column ix is padded
+// column ix + pw, phase (ix + pw) % sw at (ix + pw) / sw. Counted, not divided; stride 1 and
+// 2 (the pools of every CNN here) as loops GCC vectorizes.
+template <class T>
+void split_row(const T* __restrict x, int64_t w, int64_t sw, int64_t pw, int64_t stride, float* __restrict dst) {
+  if (sw == 1) {
+    float* __restrict o = dst + pw;
+    for (int64_t ix = 0; ix < w; ++ix) o[ix] = to_f32(x[ix]);
+    return;
+  }
+  if (sw == 2) {
+    const int64_t e = pw % 2;  // the phase of input column 0
+    float* __restrict a = dst + e * stride + pw / 2;              // columns 0, 2, 4, ...
+    float* __restrict b = dst + (1 - e) * stride + (pw + 1) / 2;  // columns 1, 3, 5, ...
+    for (int64_t j = 0; j < w / 2; ++j) {
+      a[j] = to_f32(x[2 * j]);
+      b[j] = to_f32(x[2 * j + 1]);
+    }
+    if (w % 2) a[w / 2] = to_f32(x[w - 1]);
+    return;
+  }
+  for (int64_t p = 0; p < sw; ++p) {
+    const int64_t ix0 = ((p - pw) % sw + sw) % sw;  // the first input column in phase p
+    float* __restrict o = dst + p * stride + (ix0 + pw) / sw;
+    for (int64_t j = 0, ix = ix0; ix < w; ++j, ix += sw) o[j] = to_f32(x[ix]);
+  }
+}
+
+// best[i], tap[i] = src[i], t where src[i] beats best[i] or is NaN. Out of line, so that
+// GCC sees three restrict arrays and vectorizes it (inlined into pool_band it stayed
+// scalar: 4x the row-by-row kernel's time).
+[[gnu::noinline]] void take_max(const float* __restrict src, float* __restrict best, float* __restrict tap, float t,
+                                int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = src[i];
+    bool take = v > best[i] || v != v;
+    best[i] = take ? v : best[i];
+    tap[i] = take ? t : tap[i];
+  }
+}
+
+template <class T>
+void pool_band(const T* x, T* y, int64_t* idx, const kernels::Window2d& g, const PoolBands& bands, int64_t oy0,
+               int64_t oy1, const int64_t* tap_offset, float* __restrict phases, float* __restrict best,
+               float* __restrict tap) {
+  const int64_t wq = bands.wq, sh = g.sh, sw = g.sw, w = g.w;
+  const int64_t nr = (oy1 - oy0 - 1) * sh + (g.kh - 1) * g.dh + 1;  // padded rows the band reads
+  std::fill(phases, phases + bands.floats(g), -std::numeric_limits<float>::infinity());
+  for (int64_t rr = 0; rr < nr; ++rr) {  // the band's padded rows, from its first window row
+    const int64_t iy = oy0 * sh + rr - g.ph;
+    if (iy < 0 || iy >= g.h) continue;
+    const T* src = x + iy * w;
+    float* dst = phases + (rr % sh) * sw * bands.phase + (rr / sh) * wq;
+    split_row(src, w, sw, g.pw, bands.phase, dst);
+  }
+  const int64_t n = (oy1 - oy0) * wq;
+  std::fill(best, best + n, -std::numeric_limits<float>::infinity());
+  std::fill(tap, tap + n, -1.0f);
+  for (int64_t ki = 0; ki < g.kh; ++ki)
+    for (int64_t kj = 0; kj < g.kw; ++kj) {
+      const int64_t ro = ki * g.dh, co = kj * g.dw;
+      const float* __restrict src = phases + ((ro % sh) * sw + co % sw) * bands.phase + (ro / sh) * wq + co / sw;
+      take_max(src, best, tap, float(ki * g.kw + kj), n);
+    }
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    const float* b = best + (oy - oy0) * wq;
+    const float* k = tap + (oy - oy0) * wq;
+    write_row(x, y + oy * g.ow, idx ? idx + oy * g.ow : nullptr, g, oy, tap_offset, b, k);
   }
 }
 
@@ -89,20 +179,20 @@ LaunchSpec max_pool2d_spec(const Tensor& out, const Tensor* indices, const Tenso
   spec.bytes = x.nbytes() + out.nbytes() + (indices ? indices->nbytes() : 0);
   spec.flops = out.numel() * taps;  // one comparison per window element
   int64_t* ip = indices ? indices->data<int64_t>() : nullptr;
-  std::vector<int64_t> cols(size_t(2 * g.kw));  // [lo, hi) of output columns per window column
-  for (int64_t kj = 0; kj < g.kw; ++kj) kernels::window_columns(g, kj, cols[size_t(2 * kj)], cols[size_t(2 * kj + 1)]);
+  std::vector<int64_t> tap_offset;
+  for (int64_t ki = 0; ki < g.kh; ++ki)
+    for (int64_t kj = 0; kj < g.kw; ++kj) tap_offset.push_back(ki * g.dh * g.w + kj * g.dw);
+  const PoolBands bands(g);
   OPSCOPE_DISPATCH_FLOAT(x.dtype(), T, [&] {
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
     spec.body = [=](int64_t begin, int64_t end) {
-      std::vector<float> best(size_t(g.ow));
-      std::vector<int64_t> at(size_t(g.ow));
-      std::vector<float> plane(std::is_same_v<T, float> ? 0 : size_t(in_plane));
-      for (int64_t u = begin; u < end; ++u) {
-        const T* xu = xp + u * in_plane;
-        pool_plane(plane_as_f32(xu, in_plane, plane.data()), xu, yp + u * P, ip ? ip + u * P : nullptr, g, cols.data(),
-                   best.data(), at.data());
-      }
+      const int64_t n = bands.rows * bands.wq;
+      std::vector<float> phases(size_t(bands.floats(g))), best(static_cast<size_t>(n)), tap(static_cast<size_t>(n));
+      for (int64_t u = begin; u < end; ++u)
+        for (int64_t oy = 0; oy < g.oh; oy += bands.rows)
+          pool_band(xp + u * in_plane, yp + u * P, ip ? ip + u * P : nullptr, g, bands, oy,
+                    std::min(g.oh, oy + bands.rows), tap_offset.data(), phases.data(), best.data(), tap.data());
     };
   });
   return spec;
