@@ -99,9 +99,16 @@ struct PoolBands {
 
 // Input row x of w into its sw phases, `stride` floats apart: input column ix is padded
 // column ix + pw, phase (ix + pw) % sw at (ix + pw) / sw. Counted, not divided; stride 1 and
-// 2 (the pools of every CNN here) as loops GCC vectorizes.
+// 2 (the pools of every CNN here) as loops GCC vectorizes. A 16-bit row is converted into
+// `row_f32` first, by the hardware's converts (GCC 12 converts _Float16 an element at a time).
 template <class T>
-void split_row(const T* __restrict x, int64_t w, int64_t sw, int64_t pw, int64_t stride, float* __restrict dst) {
+void split_row(const T* __restrict x, int64_t w, int64_t sw, int64_t pw, int64_t stride, float* __restrict dst,
+               float* __restrict row_f32) {
+  if constexpr (!std::is_same_v<T, float>) {
+    row_to_f32(x, row_f32, w);
+    split_row<float>(row_f32, w, sw, pw, stride, dst, nullptr);
+    return;
+  }
   if (sw == 1) {
     float* __restrict o = dst + pw;
     for (int64_t ix = 0; ix < w; ++ix) o[ix] = to_f32(x[ix]);
@@ -141,7 +148,7 @@ void split_row(const T* __restrict x, int64_t w, int64_t sw, int64_t pw, int64_t
 template <class T>
 void pool_band(const T* x, T* y, int64_t* idx, const kernels::Window2d& g, const PoolBands& bands, int64_t oy0,
                int64_t oy1, const int64_t* tap_offset, float* __restrict phases, float* __restrict best,
-               float* __restrict tap) {
+               float* __restrict tap, float* __restrict row_f32) {
   const int64_t wq = bands.wq, sh = g.sh, sw = g.sw, w = g.w;
   const int64_t nr = (oy1 - oy0 - 1) * sh + (g.kh - 1) * g.dh + 1;  // padded rows the band reads
   std::fill(phases, phases + bands.floats(g), -std::numeric_limits<float>::infinity());
@@ -150,7 +157,7 @@ void pool_band(const T* x, T* y, int64_t* idx, const kernels::Window2d& g, const
     if (iy < 0 || iy >= g.h) continue;
     const T* src = x + iy * w;
     float* dst = phases + (rr % sh) * sw * bands.phase + (rr / sh) * wq;
-    split_row(src, w, sw, g.pw, bands.phase, dst);
+    split_row(src, w, sw, g.pw, bands.phase, dst, row_f32);
   }
   const int64_t n = (oy1 - oy0) * wq;
   std::fill(best, best + n, -std::numeric_limits<float>::infinity());
@@ -189,10 +196,12 @@ LaunchSpec max_pool2d_spec(const Tensor& out, const Tensor* indices, const Tenso
     spec.body = [=](int64_t begin, int64_t end) {
       const int64_t n = bands.rows * bands.wq;
       std::vector<float> phases(size_t(bands.floats(g))), best(static_cast<size_t>(n)), tap(static_cast<size_t>(n));
+      std::vector<float> row_f32(std::is_same_v<T, float> ? 0 : size_t(g.w));  // a 16-bit input row, converted
       for (int64_t u = begin; u < end; ++u)
         for (int64_t oy = 0; oy < g.oh; oy += bands.rows)
           pool_band(xp + u * in_plane, yp + u * P, ip ? ip + u * P : nullptr, g, bands, oy,
-                    std::min(g.oh, oy + bands.rows), tap_offset.data(), phases.data(), best.data(), tap.data());
+                    std::min(g.oh, oy + bands.rows), tap_offset.data(), phases.data(), best.data(), tap.data(),
+                    row_f32.data());
     };
   });
   return spec;
