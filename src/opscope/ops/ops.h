@@ -54,8 +54,8 @@ Tensor acos(const Tensor& x);
 Tensor sinh(const Tensor& x);
 Tensor cosh(const Tensor& x);
 Tensor erfinv(const Tensor& x);
-// Activations with torch parameters, and log10, exp2, log_sigmoid, atanh, frac, lgamma: the CPU
-// device only, f32/bf16/f16.
+// Activations with torch's parameters, and log10, exp2, log_sigmoid, atanh, frac, lgamma: the
+// CPU device only, f32/bf16/f16.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);  // x > 0 ? x : x * negative_slope
 // x > 0 ? x * scale : alpha * scale * (exp(x * input_scale) - 1); selu and celu are elus.
 Tensor elu(const Tensor& x, double alpha = 1.0, double scale = 1.0, double input_scale = 1.0);

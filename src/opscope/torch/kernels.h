@@ -113,8 +113,9 @@ template <Binary B, class Op, class... Alpha>
 at::Tensor binary_fast(const at::Tensor& a, const at::Tensor& b, const Alpha&... alpha);
 template <Unary U, Form F> void unary_kernel(const c10::OperatorHandle& op, Stack* s);
 // leaky_relu(self, negative_slope), elu(self, alpha, scale, input_scale) (selu and celu
-// reach it), softplus(self, beta, threshold), mish, log10, exp2: floating self only (torch
-// refuses integers for the activations; log10/exp2 of integers go to torch's kernel).
+// reach it), softplus(self, beta, threshold), mish, log10, exp2, atanh, frac: floating self
+// only (torch refuses integers for the activations and frac; log10/exp2/atanh of integers go
+// to torch's kernel).
 enum class ParamUnary : uint8_t { leaky_relu, elu, softplus, mish, log10, exp2, atanh, frac };
 template <ParamUnary P, Form F> void param_unary_kernel(const c10::OperatorHandle& op, Stack* s);
 template <Reduce R, Form F> void reduce_kernel(const c10::OperatorHandle& op, Stack* s);
