@@ -88,14 +88,7 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 
 // x clamped to [lo, hi] per lane, NaN passing: vmaxps and vminps.
 [[gnu::always_inline]] inline f32v clamp_lanes(f32v x, float lo, float hi) {
-  x = max_lanes(splat(lo), x);
-#if defined(__AVX512F__)
-  return std::bit_cast<f32v>(_mm512_maskz_min_ps(0xffff, _mm512_set1_ps(hi), std::bit_cast<__m512>(x)));
-#elif defined(__AVX__)
-  return std::bit_cast<f32v>(_mm256_min_ps(_mm256_set1_ps(hi), std::bit_cast<__m256>(x)));
-#else
-  return hi < x ? splat(hi) : x;
-#endif
+  return min_lanes(splat(hi), max_lanes(splat(lo), x));
 }
 
 // e^r's polynomial for x = n ln2 + r, n = round(x / ln2): p in [0.7, 1.42], e^x = 2^n p.
