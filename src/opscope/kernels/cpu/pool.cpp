@@ -99,19 +99,11 @@ struct PoolBands {
 
 // Input row x of w into its sw phases, `stride` floats apart: input column ix is padded
 // column ix + pw, phase (ix + pw) % sw at (ix + pw) / sw. Counted, not divided; stride 1 and
-// 2 (the pools of every CNN here) as loops GCC vectorizes. A 16-bit row is converted into
-// `row_f32` first, by the hardware's converts (GCC 12 converts _Float16 an element at a time).
-template <class T>
-void split_row(const T* __restrict x, int64_t w, int64_t sw, int64_t pw, int64_t stride, float* __restrict dst,
-               float* __restrict row_f32) {
-  if constexpr (!std::is_same_v<T, float>) {
-    row_to_f32(x, row_f32, w);
-    split_row<float>(row_f32, w, sw, pw, stride, dst, nullptr);
-    return;
-  }
+// 2 (the pools of every CNN here) as loops GCC vectorizes.
+void split_f32_row(const float* __restrict x, int64_t w, int64_t sw, int64_t pw, int64_t stride,
+                   float* __restrict dst) {
   if (sw == 1) {
-    float* __restrict o = dst + pw;
-    for (int64_t ix = 0; ix < w; ++ix) o[ix] = to_f32(x[ix]);
+    std::copy(x, x + w, dst + pw);
     return;
   }
   if (sw == 2) {
@@ -119,16 +111,28 @@ void split_row(const T* __restrict x, int64_t w, int64_t sw, int64_t pw, int64_t
     float* __restrict a = dst + e * stride + pw / 2;              // columns 0, 2, 4, ...
     float* __restrict b = dst + (1 - e) * stride + (pw + 1) / 2;  // columns 1, 3, 5, ...
     for (int64_t j = 0; j < w / 2; ++j) {
-      a[j] = to_f32(x[2 * j]);
-      b[j] = to_f32(x[2 * j + 1]);
+      a[j] = x[2 * j];
+      b[j] = x[2 * j + 1];
     }
-    if (w % 2) a[w / 2] = to_f32(x[w - 1]);
+    if (w % 2) a[w / 2] = x[w - 1];
     return;
   }
   for (int64_t p = 0; p < sw; ++p) {
     const int64_t ix0 = ((p - pw) % sw + sw) % sw;  // the first input column in phase p
     float* __restrict o = dst + p * stride + (ix0 + pw) / sw;
-    for (int64_t j = 0, ix = ix0; ix < w; ++j, ix += sw) o[j] = to_f32(x[ix]);
+    for (int64_t j = 0, ix = ix0; ix < w; ++j, ix += sw) o[j] = x[ix];
+  }
+}
+
+// The same for a row of any dtype: a 16-bit row is converted into `row_f32` first, by the
+// hardware's converts (GCC 12 converts _Float16 an element at a time).
+template <class T>
+void split_row(const T* x, int64_t w, int64_t sw, int64_t pw, int64_t stride, float* dst, float* row_f32) {
+  if constexpr (std::is_same_v<T, float>) {
+    split_f32_row(x, w, sw, pw, stride, dst);
+  } else {
+    row_to_f32(x, row_f32, w);
+    split_f32_row(row_f32, w, sw, pw, stride, dst);
   }
 }
 
