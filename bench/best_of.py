@@ -1,5 +1,7 @@
-"""The best-of timing the elementwise and matmul benchmarks share: a call's fastest wall time,
-the device's side synchronized (opscope.synchronize) and torch CPU's not (sync is then a no-op)."""
+"""What the elementwise and matmul benchmarks share: the best-of timing, a call's fastest wall
+time, the device's side synchronized (opscope.synchronize) and torch CPU's not (sync is then a
+no-op); and the --torch-threads option, torch CPU's threads as many as the device's cores."""
+import os
 import time
 
 
@@ -15,3 +17,18 @@ def best_seconds(fn, sync, reps, warmup=3):
         sync()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def add_torch_threads(parser):
+    """The --torch-threads option: torch CPU's threads, by default the CPUs this process may use
+    (as many as the device's cores; Debian's torch takes 1 by default)."""
+    parser.add_argument("--torch-threads", type=int, default=len(os.sched_getaffinity(0)),
+                        help="torch CPU threads (default: the CPUs here, as many as the device's cores)")
+
+
+def set_torch_threads(parser, args):
+    """Checks --torch-threads (an error naming the flag) and gives torch that many threads."""
+    if args.torch_threads < 1:
+        parser.error(f"--torch-threads must be >= 1, got {args.torch_threads}")
+    import torch
+    torch.set_num_threads(args.torch_threads)

@@ -7,13 +7,12 @@ as the device has cores. A 16-bit op moves half an f32 op's bytes, so it should 
 longer; docs/BENCHMARKS.md ("f16 add, sub and mul in one pass") has the figures.
 """
 import argparse
-import os
 
 import torch_peer  # noqa: F401  (before torch: the peer's thread settings)
 import torch
 
 import opscope
-from best_of import best_seconds
+from best_of import add_torch_threads, best_seconds, set_torch_threads
 
 OPS = {
     "a + b": lambda a, b: a + b,
@@ -46,15 +45,12 @@ def best_us(f, sync):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--elements", type=int, default=1 << 22, help="elements per operand (default 4M)")
-    p.add_argument("--torch-threads", type=int, default=len(os.sched_getaffinity(0)),
-                   help="torch CPU threads (default: the CPUs here, as many as the device's cores)")
+    add_torch_threads(p)
     args = p.parse_args()
     if args.elements < 1:
         p.error(f"--elements must be >= 1, got {args.elements}")
-    if args.torch_threads < 1:
-        p.error(f"--torch-threads must be >= 1, got {args.torch_threads}")
+    set_torch_threads(p, args)
     dev = opscope.device()
-    torch.set_num_threads(args.torch_threads)
     print(f"{args.elements} elements, best of 15, torch CPU at {torch.get_num_threads()} threads")
     print(f"{'op':13} {'dtype':9} {'device us':>10} {'torch us':>10} {'device/torch':>13}")
     for dt in (torch.float32, torch.bfloat16, torch.float16):

@@ -8,13 +8,12 @@ through aliasing cache sets unless the device copies b first (kernels/cpu/sgemm.
 of 20 calls each (device: through opscope.synchronize()); docs/BENCHMARKS.md has the figures.
 """
 import argparse
-import os
 
 import torch  # not through torch_peer: one OpenBLAS thread, best for whole models, would
 # leave torch's lone matmul here on one core of two
 
 import opscope
-from best_of import best_seconds
+from best_of import add_torch_threads, best_seconds, set_torch_threads
 
 
 def best_us(f, sync):
@@ -32,13 +31,10 @@ def cases():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--torch-threads", type=int, default=len(os.sched_getaffinity(0)),
-                   help="torch CPU threads (default: the CPUs here, as many as the device's cores)")
+    add_torch_threads(p)
     args = p.parse_args()
-    if args.torch_threads < 1:
-        p.error(f"--torch-threads must be >= 1, got {args.torch_threads}")
+    set_torch_threads(p, args)
     dev = opscope.device()
-    torch.set_num_threads(args.torch_threads)
     print(f"best of 20, torch CPU at {torch.get_num_threads()} threads")
     print(f"{'product':32} {'device us':>10} {'torch us':>10} {'device/torch':>13}")
     for name, a, base, view in cases():
