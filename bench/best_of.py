@@ -1,6 +1,7 @@
 """What the elementwise and matmul benchmarks share: the best-of timing, a call's fastest wall
 time, the device's side synchronized (opscope.synchronize) and torch CPU's not (sync is then a
-no-op); and the --torch-threads option, torch CPU's threads as many as the device's cores."""
+no-op); and their arguments parsed with --torch-threads, torch CPU's threads as many as the
+device's cores."""
 import os
 import time
 
@@ -19,16 +20,15 @@ def best_seconds(fn, sync, reps, warmup=3):
     return best
 
 
-def add_torch_threads(parser):
-    """The --torch-threads option: torch CPU's threads, by default the CPUs this process may use
-    (as many as the device's cores; Debian's torch takes 1 by default)."""
+def parse_args(parser):
+    """parser's arguments with --torch-threads added: torch CPU's threads, by default the CPUs
+    this process may use (as many as the device's cores; Debian's torch takes 1 by default),
+    checked (an error naming the flag) and given to torch."""
     parser.add_argument("--torch-threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="torch CPU threads (default: the CPUs here, as many as the device's cores)")
-
-
-def set_torch_threads(parser, args):
-    """Checks --torch-threads (an error naming the flag) and gives torch that many threads."""
+    args = parser.parse_args()
     if args.torch_threads < 1:
         parser.error(f"--torch-threads must be >= 1, got {args.torch_threads}")
     import torch
     torch.set_num_threads(args.torch_threads)
+    return args

@@ -12,7 +12,7 @@ import torch_peer  # noqa: F401  (before torch: the peer's thread settings)
 import torch
 
 import opscope
-from best_of import add_torch_threads, best_seconds, set_torch_threads
+from best_of import best_seconds, parse_args
 
 OPS = {
     "a + b": lambda a, b: a + b,
@@ -45,11 +45,9 @@ def best_us(f, sync):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--elements", type=int, default=1 << 22, help="elements per operand (default 4M)")
-    add_torch_threads(p)
-    args = p.parse_args()
+    args = parse_args(p)
     if args.elements < 1:
         p.error(f"--elements must be >= 1, got {args.elements}")
-    set_torch_threads(p, args)
     dev = opscope.device()
     print(f"{args.elements} elements, best of 15, torch CPU at {torch.get_num_threads()} threads")
     print(f"{'op':13} {'dtype':9} {'device us':>10} {'torch us':>10} {'device/torch':>13}")

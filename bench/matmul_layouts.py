@@ -13,7 +13,7 @@ import torch  # not through torch_peer: one OpenBLAS thread, best for whole mode
 # leave torch's lone matmul here on one core of two
 
 import opscope
-from best_of import add_torch_threads, best_seconds, set_torch_threads
+from best_of import best_seconds, parse_args
 
 
 def best_us(f, sync):
@@ -31,9 +31,7 @@ def cases():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_torch_threads(p)
-    args = p.parse_args()
-    set_torch_threads(p, args)
+    args = parse_args(p)
     dev = opscope.device()
     print(f"best of 20, torch CPU at {torch.get_num_threads()} threads")
     print(f"{'product':32} {'device us':>10} {'torch us':>10} {'device/torch':>13}")

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import opscope
-from best_of import add_torch_threads, best_seconds, set_torch_threads
+from best_of import best_seconds, parse_args
 
 # (input shape, kernel, stride, padding, ceil_mode)
 POOLS = [
@@ -42,9 +42,7 @@ def device_us(f, x, bursts=5, calls=30):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_torch_threads(p)
-    args = p.parse_args()
-    set_torch_threads(p, args)
+    args = parse_args(p)
     dev = opscope.device()
     print(f"torch CPU at {torch.get_num_threads()} threads")
     print(f"{'pool':30} {'dtype':9} {'device us':>10} {'GB/s':>6} {'torch us':>10} {'device/torch':>13}")
