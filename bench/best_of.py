@@ -1,4 +1,4 @@
-"""What the elementwise and matmul benchmarks share: the best-of timing, a call's fastest wall
+"""What the elementwise, matmul and pool benchmarks share: the best-of timing, a call's fastest wall
 time, the device's side synchronized (opscope.synchronize) and torch CPU's not (sync is then a
 no-op); and their arguments parsed with --torch-threads, torch CPU's threads as many as the
 device's cores."""

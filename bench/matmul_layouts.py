@@ -31,7 +31,7 @@ def cases():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    args = parse_args(p)
+    parse_args(p)
     dev = opscope.device()
     print(f"best of 20, torch CPU at {torch.get_num_threads()} threads")
     print(f"{'product':32} {'device us':>10} {'torch us':>10} {'device/torch':>13}")

@@ -42,7 +42,7 @@ def device_us(f, x, bursts=5, calls=30):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    args = parse_args(p)
+    parse_args(p)
     dev = opscope.device()
     print(f"torch CPU at {torch.get_num_threads()} threads")
     print(f"{'pool':30} {'dtype':9} {'device us':>10} {'GB/s':>6} {'torch us':>10} {'device/torch':>13}")
