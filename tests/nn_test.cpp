@@ -205,12 +205,15 @@ TEST(Softmax, NonContiguousAnd16Bit) {
 }
 
 // bf16 and f16 rows take a shorter exp than f32 (norm.cpp): each output must still be the
-// exact softmax rounded to the dtype, give or take 1e-5 of it before the rounding.
+// exact softmax rounded to the dtype, give or take 1e-5 of it before the rounding, for rows
+// around 0, 40 and 70. Constant rows are 1/n exactly, up to the dtype's largest values,
+// which take the full e^ in bf16 (norm.cpp's kHalfFmaMax).
 TEST(Softmax, HalfOutputsAreTheExactValueRounded) {
-  for (DType dt : {DType::bf16, DType::f16}) {
+  for (DType dt : {DType::bf16, DType::f16})
+  for (float shift : {0.0f, 40.0f, 70.0f}) {
     const int mantissa = dt == DType::bf16 ? 7 : 10;
     for (int64_t n : {7, 100, 4097}) {
-      Tensor x = randn({6, n}, 25 + uint64_t(n), dt, nullptr, 0, 6);  // x - max reaches -50
+      Tensor x = randn({6, n}, 25 + uint64_t(n), dt, nullptr, shift, 6);  // x - max reaches -50
       std::vector<float> got = softmax(x).to_float_vector();
       std::vector<double> ref = softmax_ref(x.to_float_vector(), n);
       int bad = 0;
@@ -219,10 +222,16 @@ TEST(Softmax, HalfOutputsAreTheExactValueRounded) {
         double half_ulp = std::ldexp(0.5, e - mantissa);
         bool ok = std::abs(got[i] - ref[i]) <= half_ulp + 1e-5 * ref[i];
         bad += !ok;
-        EXPECT_TRUE(ok) << dtype_name(dt) << " rows of " << n << " at " << i << ": got " << got[i] << ", exact "
-                        << ref[i];
+        EXPECT_TRUE(ok) << dtype_name(dt) << " rows of " << n << " + " << shift << " at " << i << ": got " << got[i]
+                        << ", exact " << ref[i];
       }
     }
+  }
+  for (DType dt : {DType::bf16, DType::f16})
+  for (float v : {63.5f, 1000.0f, 65504.0f, -60000.0f, dt == DType::bf16 ? 1e30f : -65504.0f}) {
+    std::vector<float> got = softmax(full({2, 4096}, v, dt)).to_float_vector();
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], 1.0f / 4096) << dtype_name(dt) << " a row of " << v << " at " << i;
   }
 }
 

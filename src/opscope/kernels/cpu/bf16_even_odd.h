@@ -41,12 +41,14 @@ struct EvenOdd {
 }
 
 // The inverse of load_bf16_even_odd, rounded as bf16_lanes_on_bits rounds (NaN kept and
-// quieted, off the main path); streamed where asked and p is 32-byte aligned.
+// quieted, off the main path); streamed where asked and p is 32-byte aligned. kNoNaN: the
+// caller knows no lane is NaN, and the test for one is left out.
+template <bool kNoNaN = false>
 [[gnu::always_inline]] inline void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream) {
   __m256 e = std::bit_cast<__m256>(v.even), o = std::bit_cast<__m256>(v.odd);
   __m256i re = bf16_in_high_half(_mm256_castps_si256(e)), ro = bf16_in_high_half(_mm256_castps_si256(o));
   __m256 nan = _mm256_cmp_ps(e, o, _CMP_UNORD_Q);  // a NaN in either
-  if (!_mm256_testz_ps(nan, nan)) [[unlikely]] {
+  if (!kNoNaN && !_mm256_testz_ps(nan, nan)) [[unlikely]] {
     __m256i quiet = _mm256_set1_epi32(0x400000);
     re = _mm256_blendv_epi8(re, _mm256_or_si256(_mm256_castps_si256(e), quiet),
                             _mm256_castps_si256(_mm256_cmp_ps(e, e, _CMP_UNORD_Q)));
@@ -85,7 +87,7 @@ struct EvenOdd {
   f32v even, odd;
 };
 EvenOdd load_bf16_even_odd(const bf16_t* p);
-void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream);
+template <bool kNoNaN = false> void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream);
 void bf16_to_even_odd_f32(const bf16_t* p, float* buf, int64_t m);
 void even_odd_f32_to_bf16(const float* buf, bf16_t* p, int64_t m, bool stream);
 #endif
