@@ -5,7 +5,9 @@
 //  - the same convolution in oneDNN's own conv primitive on as many OpenMP threads as the
 //    device has cores (the library torch's CPU convolutions call), with NCHW tensors
 //    reordered to its blocked layout and back in each call as torch does, the weights
-//    reordered once: time ratio opscope / oneDNN, and the outputs' largest difference.
+//    reordered once: time ratio opscope / oneDNN, and the outputs' largest difference;
+//  - depthwise convolutions on MobileNetV3's, EfficientNet-B0's and ConvNeXt-T's layer
+//    shapes: GB/s (input and output once) and the same ratio to oneDNN's.
 // oneDNN's OpenMP threads wait passively here (OMP_WAIT_POLICY=PASSIVE, set by re-running
 // this program): by default they spin after each call, and a spinning thread on a device
 // core's CPU took a time slice from it, making the next opscope call 3-10x slower.
@@ -36,7 +38,7 @@ using bench::best_of;
 
 struct Layer {
   const char* name;
-  int64_t c, hw, oc, k, stride;
+  int64_t c, hw, oc, k, stride, groups = 1;
 };
 
 // oneDNN's convolution of host copies of x, w, b: a primitive with blocked layouts chosen
@@ -53,9 +55,12 @@ struct DnnlConv {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
     const int64_t pad = l.k / 2;
-    dnnl::memory::dims xd{1, l.c, l.hw, l.hw}, wd{l.oc, l.c, l.k, l.k}, bd{l.oc}, yd_{1, l.oc, oh, oh};
+    const int64_t g = l.groups;
+    dnnl::memory::dims xd{1, l.c, l.hw, l.hw}, bd{l.oc}, yd_{1, l.oc, oh, oh};
+    dnnl::memory::dims wd = g == 1 ? dnnl::memory::dims{l.oc, l.c, l.k, l.k}
+                                   : dnnl::memory::dims{g, l.oc / g, l.c / g, l.k, l.k};
     xm = dnnl::memory({xd, dt::f32, tag::nchw}, eng, x.data());
-    wm = dnnl::memory({wd, dt::f32, tag::oihw}, eng, w.data());
+    wm = dnnl::memory({wd, dt::f32, g == 1 ? tag::oihw : tag::goihw}, eng, w.data());
     bm = dnnl::memory({bd, dt::f32, tag::x}, eng, b.data());
     ym = dnnl::memory({yd_, dt::f32, tag::nchw}, eng, y.data());
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -77,6 +82,35 @@ struct DnnlConv {
     st.wait();
   }
 };
+
+// One layer, batch 1, f32, with its bias: the best of `reps` calls each side, alternated.
+struct Measured {
+  double ours, peer, diff, flops, bytes;
+};
+Measured measure(const Layer& l, int reps) {
+  const int64_t pad = l.k / 2, oh = (l.hw + 2 * pad - l.k) / l.stride + 1;
+  Tensor x = randn({1, l.c, l.hw, l.hw}, 3),
+         w = randn({l.oc, l.c / l.groups, l.k, l.k}, 4, DType::f32, nullptr, 0, 0.05f), bias = randn({l.oc}, 5);
+  auto conv = [&] { return conv2d(x, w, bias, {l.stride, l.stride}, {pad, pad}, {1, 1}, l.groups); };
+  Tensor y = conv();
+  std::vector<float> xv = x.to_vector<float>(), wv = w.to_vector<float>(), bv = bias.to_vector<float>(),
+                     yv(size_t(l.oc * oh * oh)), ours = y.to_vector<float>();
+  DnnlConv peer(l, oh, xv, wv, bv, yv);
+  peer.run();
+  float diff = 0, scale = 0;
+  for (size_t i = 0; i < yv.size(); ++i) diff = std::max(diff, std::abs(yv[i] - ours[i])), scale = std::max(scale, std::abs(yv[i]));
+  // Each side timed over a batch of calls queued back to back, as a model's layers run: a
+  // single call and its synchronize would time the device's wake-up too (50-250 us on a
+  // 2-vCPU VM, more than the small depthwise layers take).
+  constexpr int kBatch = 10;
+  double t_ours = 1e30, t_peer = 1e30;
+  for (int r = 0; r < reps; ++r) {  // alternated
+    t_ours = std::min(t_ours, best_of(1, [&] { for (int i = 0; i < kBatch; ++i) conv(); }) / kBatch);
+    t_peer = std::min(t_peer, best_of(1, [&] { for (int i = 0; i < kBatch; ++i) peer.run(); }) / kBatch);
+  }
+  return {t_ours, t_peer, diff / std::max(scale, 1e-30f), 2.0 * l.oc * oh * oh * (l.c / l.groups) * l.k * l.k,
+          double(x.nbytes() + y.nbytes())};
+}
 
 }  // namespace
 
@@ -122,28 +156,34 @@ int main(int argc, char** argv) {
   double log_sum = 0, frac_sum = 0;
   int count = 0;
   for (const Layer& l : layers) {
-    const int64_t pad = l.k / 2, oh = (l.hw + 2 * pad - l.k) / l.stride + 1;
-    Tensor x = randn({1, l.c, l.hw, l.hw}, 3), w = randn({l.oc, l.c, l.k, l.k}, 4, DType::f32, nullptr, 0, 0.05f),
-           bias = randn({l.oc}, 5);
-    auto conv = [&] { return conv2d(x, w, bias, {l.stride, l.stride}, {pad, pad}); };
-    Tensor y = conv();
-    std::vector<float> xv = x.to_vector<float>(), wv = w.to_vector<float>(), bv = bias.to_vector<float>(),
-                       yv(size_t(l.oc * oh * oh)), ours = y.to_vector<float>();
-    DnnlConv peer(l, oh, xv, wv, bv, yv);
-    peer.run();
-    float diff = 0, scale = 0;
-    for (size_t i = 0; i < yv.size(); ++i) diff = std::max(diff, std::abs(yv[i] - ours[i])), scale = std::max(scale, std::abs(yv[i]));
-    double t_ours = 1e30, t_peer = 1e30;
-    for (int r = 0; r < reps; ++r) {  // alternated
-      t_ours = std::min(t_ours, best_of(1, [&] { conv(); }));
-      t_peer = std::min(t_peer, best_of(1, [&] { peer.run(); }));
-    }
-    const double gflops = 2.0 * l.oc * oh * oh * l.c * l.k * l.k / t_ours / 1e9;
-    fmt::print("{:<22} {:>9.3f} {:>9.1f} {:>7.0f}% {:>11.3f} {:>9.2f} {:>9.1e}\n", l.name, t_ours * 1e3, gflops,
-               100 * gflops / probe, t_peer * 1e3, t_ours / t_peer, diff / std::max(scale, 1e-30f));
-    log_sum += std::log(t_ours / t_peer), frac_sum += gflops / probe, ++count;
+    Measured m = measure(l, reps);
+    const double gflops = m.flops / m.ours / 1e9;
+    fmt::print("{:<22} {:>9.3f} {:>9.1f} {:>7.0f}% {:>11.3f} {:>9.2f} {:>9.1e}\n", l.name, m.ours * 1e3, gflops,
+               100 * gflops / probe, m.peer * 1e3, m.ours / m.peer, m.diff);
+    log_sum += std::log(m.ours / m.peer), frac_sum += gflops / probe, ++count;
   }
   fmt::print("\nmean % of the probe: {:.0f}%; geometric mean of opscope / oneDNN time: {:.2f}\n", 100 * frac_sum / count,
              std::exp(log_sum / count));
+
+  // Depthwise: a few multiply-adds per element, bound by moving the planes, not by the FMAs.
+  const Layer depthwise[] = {
+      {"mnv3 16@112 3x3/2", 16, 112, 16, 3, 2, 16},      {"mnv3 72@56 3x3/2", 72, 56, 72, 3, 2, 72},
+      {"mnv3 88@28 3x3", 88, 28, 88, 3, 1, 88},           {"mnv3 96@28 5x5/2", 96, 28, 96, 5, 2, 96},
+      {"mnv3 240@14 5x5", 240, 14, 240, 5, 1, 240},       {"mnv3 576@7 5x5", 576, 7, 576, 5, 1, 576},
+      {"effb0 32@112 3x3", 32, 112, 32, 3, 1, 32},        {"effb0 96@112 3x3/2", 96, 112, 96, 3, 2, 96},
+      {"effb0 144@56 3x3", 144, 56, 144, 3, 1, 144},      {"effb0 240@28 5x5", 240, 28, 240, 5, 1, 240},
+      {"effb0 672@14 5x5/2", 672, 14, 672, 5, 2, 672},   {"convnext 96@56 7x7", 96, 56, 96, 7, 1, 96},
+      {"convnext 384@14 7x7", 384, 14, 384, 7, 1, 384},  {"convnext 768@7 7x7", 768, 7, 768, 7, 1, 768},
+  };
+  fmt::print("\n{:<22} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "depthwise", "ms", "GB/s", "GFLOP/s", "oneDNN ms",
+             "opscope/", "max diff");
+  log_sum = 0, count = 0;
+  for (const Layer& l : depthwise) {
+    Measured m = measure(l, reps);
+    fmt::print("{:<22} {:>9.3f} {:>9.1f} {:>9.1f} {:>11.3f} {:>9.2f} {:>9.1e}\n", l.name, m.ours * 1e3,
+               m.bytes / m.ours / 1e9, m.flops / m.ours / 1e9, m.peer * 1e3, m.ours / m.peer, m.diff);
+    log_sum += std::log(m.ours / m.peer), ++count;
+  }
+  fmt::print("\ndepthwise: geometric mean of opscope / oneDNN time: {:.2f}\n", std::exp(log_sum / count));
   return 0;
 }

@@ -127,9 +127,22 @@ TEST(Conv2d, Depthwise) {
   check_conv({2, 4, 15, 14, 4, 5, 5, {2, 2}, {4, 4}, {2, 2}, 4});
   check_conv({1, 5, 9, 12, 10, 3, 5, {2, 1}, {1, 2}, {1, 1}, 5, false});
   check_conv({1, 672, 14, 14, 672, 5, 5, {2, 2}, {2, 2}, {1, 1}, 672});  // EfficientNet's
-  // Strided with output rows of 32 or more: a row at a time.
+  // Output rows as long as a block of the kernel's registers (32 floats under AVX2, 64 under
+  // AVX-512) or longer: written a row at a time, the last block of a row overlapping the one
+  // before it. Rows of 32, 33, 63, 64, 65 and 67, strided, dilated, multiplied, batched;
+  // shorter rows run as one span through a buffer.
   check_conv({1, 3, 70, 67, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 3});
   check_conv({1, 2, 9, 40, 4, 3, 3, {2, 1}, {1, 1}, {1, 2}, 2, false});
+  for (int64_t w : {32, 33, 63, 64, 65, 67}) check_conv({2, 3, 5, w, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 3});
+  check_conv({1, 4, 9, 70, 4, 7, 7, {1, 1}, {3, 3}, {1, 1}, 4});            // ConvNeXt's 7x7
+  check_conv({1, 2, 12, 140, 2, 5, 5, {2, 2}, {2, 2}, {1, 1}, 2, false});  // 5x5 stride 2, rows of 70
+  check_conv({1, 2, 8, 66, 4, 3, 3, {1, 1}, {2, 2}, {2, 2}, 2});            // dilation 2, rows of 66
+  // One tap and two (the odd tap beside the pairs), on long and short rows.
+  check_conv({1, 3, 4, 70, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 3});
+  check_conv({1, 3, 4, 9, 3, 1, 2, {1, 1}, {0, 1}, {1, 1}, 3});
+  // Planes one column wide and one row high, narrower than the stride.
+  check_conv({1, 2, 5, 1, 2, 1, 1, {2, 2}, {0, 0}, {1, 1}, 2});
+  check_conv({1, 2, 1, 5, 2, 3, 3, {3, 3}, {1, 1}, {1, 1}, 2});
 }
 
 // More channels and pixels than one block of the im2col kernel: 130 output channels are

@@ -1,14 +1,17 @@
 #include "opscope/kernels/cpu/conv.h"
 
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "opscope/kernels/cpu/half_rows.h"
 #include "opscope/kernels/cpu/sgemm.h"
 
 namespace opscope::cpu_kernels {
@@ -21,6 +24,7 @@ constexpr int64_t kColsBytes = 512 << 10;           // a core's column buffer: a
 constexpr int64_t kMinPixels = 128;                  // narrower: more sgemm calls, each packing its weights again
 constexpr int64_t kChannelBlock = 64;               // output channels per work unit (matmul's row block)
 constexpr int64_t kMinFlopsPerCore = int64_t(1) << 21;  // below this a second core costs more than it helps
+constexpr int64_t kTapBlock = 4 * kVecLanes;             // depthwise outputs kept in registers (depthwise_taps)
 
 // Output pixels per work unit: columns of K rows filling the buffer, but at least
 // kMinPixels wide; the plane split into equal blocks (a multiple of 16, sgemm's panel).
@@ -180,32 +184,6 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   return spec;
 }
 
-// One depthwise output plane y from its input plane, row by row: each tap adds
-// w * (a shifted input row) to the output row. Any stride; short rows make short loops.
-// Inlined: out of line it ran EfficientNet's 3x3 stride 2 on 112x112 in 1.2-1.3 ms, not ~0.95.
-[[gnu::always_inline]] inline void depthwise_rows(const float* plane, const float* w, float b, float* y,
-                                                  const Window2d& g, const ColumnRange* ranges) {
-  for (int64_t oy = 0; oy < g.oh; ++oy) {
-    float* yr = y + oy * g.ow;
-    std::fill(yr, yr + g.ow, b);
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      int64_t iy = oy * g.sh - g.ph + ki * g.dh;
-      if (iy < 0 || iy >= g.h) continue;
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        int64_t lo = ranges[kj].lo, n = ranges[kj].hi - lo;
-        if (n == 0) continue;
-        float* __restrict yv = yr + lo;
-        const float* __restrict src = plane + iy * g.w + lo * g.sw + (kj * g.dw - g.pw);
-        float wv = w[ki * g.kw + kj];
-        if (g.sw == 1)  // unit stride: the loop vectorizes
-          for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i];
-        else
-          for (int64_t i = 0; i < n; ++i) yv[i] += wv * src[i * g.sw];
-      }
-    }
-  }
-}
-
 // One depthwise output plane y from its input plane. The zero-padded plane is split into
 // sh x sw phases (phase (a, p): the padded rows a, a + sh, ... and columns p, p + sw, ...,
 // each wq wide, with a row of tail), so that for every stride a tap (ki, kj) reads one
@@ -221,41 +199,131 @@ int64_t depthwise_phase_floats(const Window2d& g) {
   return (hq + 1) * phase_width(g);  // a row of tail
 }
 
+// The phases, then the wide output rows, each run of them rounded up to kTapBlock: a block
+// of depthwise_taps past the last output reads and writes there.
 int64_t depthwise_buffer_floats(const Window2d& g) {
-  return g.sh * g.sw * depthwise_phase_floats(g) + g.oh * phase_width(g);
+  return g.sh * g.sw * depthwise_phase_floats(g) + (g.oh * phase_width(g) + kTapBlock - 1) / kTapBlock * kTapBlock +
+         kTapBlock;
 }
 
-void depthwise_plane(const float* plane, const float* w, float b, float* y, const Window2d& g, float* buf) {
-  const int64_t wq = phase_width(g), phase = depthwise_phase_floats(g);
-  float* phases = buf;
-  float* yw = buf + g.sh * g.sw * phase;
-  std::fill(phases, yw, 0.0f);
-  for (int64_t iy = 0; iy < g.h; ++iy) {
-    const int64_t r = iy + g.ph;
-    float* row = phases + (r % g.sh) * g.sw * phase + (r / g.sh) * wq;
-    const float* src = plane + iy * g.w;
-    if (g.sw == 1) {
-      std::copy(src, src + g.w, row + g.pw);
-      continue;
-    }
-    // Column ix + pw goes to phase (ix + pw) % sw at (ix + pw) / sw: counted, not divided.
-    for (int64_t ix = 0, p = g.pw % g.sw, cq = g.pw / g.sw; ix < g.w; ++ix) {
-      row[p * phase + cq] = src[ix];
-      if (++p == g.sw) p = 0, ++cq;
-    }
+// v in every lane: one vbroadcastss (GCC makes f32v{} + v a scalar add, then the broadcast).
+[[gnu::always_inline]] inline f32v broadcast(float v) {
+#if defined(__AVX512F__)
+  return std::bit_cast<f32v>(_mm512_set1_ps(v));
+#elif defined(__AVX__)
+  return std::bit_cast<f32v>(_mm256_set1_ps(v));
+#else
+  return f32v{} + v;
+#endif
+}
+
+// y[i] = b + sum over taps t of w[t] * src[off[t] + i] for i in [0, kTapBlock): four vectors
+// of y stay in registers through every tap and are stored once, the even and odd taps in
+// two sets of accumulators to keep eight FMA chains in flight. (A pass over the whole plane
+// per tap loaded and stored y taps times: 1-16 GFLOP/s, 1.5-3x torch's time.)
+[[gnu::always_inline]] inline void depthwise_block(const float* src, const int64_t* __restrict off,
+                                                   const float* __restrict w, int64_t taps, float b, float* y) {
+  constexpr int64_t V = kVecLanes;
+  f32v a0 = broadcast(b), a1 = a0, a2 = a0, a3 = a0, c0 = {}, c1 = {}, c2 = {}, c3 = {};
+  int64_t t = 0;
+  for (; t + 2 <= taps; t += 2) {
+    const float* s = src + off[t];
+    const float* r = src + off[t + 1];
+    f32v ws = broadcast(w[t]), wr = broadcast(w[t + 1]);
+    a0 += ws * load_f32v(s);
+    a1 += ws * load_f32v(s + V);
+    a2 += ws * load_f32v(s + 2 * V);
+    a3 += ws * load_f32v(s + 3 * V);
+    c0 += wr * load_f32v(r);
+    c1 += wr * load_f32v(r + V);
+    c2 += wr * load_f32v(r + 2 * V);
+    c3 += wr * load_f32v(r + 3 * V);
   }
-  const int64_t n = g.oh * wq;
-  std::fill(yw, yw + n, b);
+  if (t < taps) {
+    const float* s = src + off[t];
+    f32v ws = broadcast(w[t]);
+    a0 += ws * load_f32v(s);
+    a1 += ws * load_f32v(s + V);
+    a2 += ws * load_f32v(s + 2 * V);
+    a3 += ws * load_f32v(s + 3 * V);
+  }
+  store_f32v(y, a0 + c0, false);
+  store_f32v(y + V, a1 + c1, false);
+  store_f32v(y + 2 * V, a2 + c2, false);
+  store_f32v(y + 3 * V, a3 + c3, false);
+}
+
+// depthwise_block over `rows` rows of `cols` outputs (at least kTapBlock), the rows of src
+// in_stride apart and those of y out_stride apart. A row's last block starts at
+// cols - kTapBlock, overlapping the one before it with the same values.
+[[gnu::noinline]] void depthwise_taps(const float* src, const int64_t* off, const float* w, int64_t taps, float b,
+                                      float* y, int64_t rows, int64_t in_stride, int64_t out_stride, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; c += kTapBlock) {
+      const int64_t at = std::min(c, cols - kTapBlock);
+      depthwise_block(src + r * in_stride + at, off, w, taps, b, y + r * out_stride + at);
+    }
+}
+
+// Where tap (ki, kj) reads in the phases (below): from the start of the buffer, for the
+// output at 0 of the wide rows.
+std::vector<int64_t> depthwise_tap_offsets(const Window2d& g) {
+  const int64_t wq = phase_width(g), phase = depthwise_phase_floats(g);
+  std::vector<int64_t> off;
   for (int64_t ki = 0; ki < g.kh; ++ki)
     for (int64_t kj = 0; kj < g.kw; ++kj) {
       const int64_t ro = ki * g.dh, co = kj * g.dw;
-      float* __restrict acc = yw;
-      const float* __restrict src =
-          phases + ((ro % g.sh) * g.sw + co % g.sw) * phase + (ro / g.sh) * wq + co / g.sw;
-      float wv = w[ki * g.kw + kj];
-      for (int64_t i = 0; i < n; ++i) acc[i] += wv * src[i];
+      off.push_back(((ro % g.sh) * g.sw + co % g.sw) * phase + (ro / g.sh) * wq + co / g.sw);
     }
-  for (int64_t oy = 0; oy < g.oh; ++oy) std::copy(yw + oy * wq, yw + oy * wq + g.ow, y + oy * g.ow);
+  return off;
+}
+
+// dst[j] = src[j] for j < n, inline: the rows here are short (7 to 112 floats), where a
+// call to memmove per row weighed on small planes.
+[[gnu::always_inline]] inline void copy_row(const float* __restrict src, float* __restrict dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + kVecLanes <= n; j += kVecLanes) store_f32v(dst + j, load_f32v(src + j), false);
+  for (; j < n; ++j) dst[j] = src[j];
+}
+
+// The phases' padding is zero in every plane: clear the buffer once for a run of planes,
+// after which depthwise_plane writes only the phases' interior.
+void depthwise_clear(const Window2d& g, float* buf) {
+  std::fill(buf, buf + g.sh * g.sw * depthwise_phase_floats(g), 0.0f);
+}
+
+void depthwise_plane(const float* plane, const float* w, float b, float* y, const Window2d& g, float* buf,
+                     const int64_t* tap_off) {
+  const int64_t wq = phase_width(g), phase = depthwise_phase_floats(g);
+  float* phases = buf;
+  float* yw = buf + g.sh * g.sw * phase;
+  // Input row iy is padded row iy + ph, row (iy + ph) / sh of the phases (iy + ph) % sh, p;
+  // its column cq sw + p - pw is column cq of phase p. Counted, not divided (a division per
+  // row took most of a small plane's time), and a strided read per phase, which GCC
+  // vectorizes.
+  for (int64_t p = 0; p < g.sw; ++p) {
+    // cq from the first whose input column is >= 0 to the last whose column is < w (none
+    // where w - 1 + pw - p < 0: a plane narrower than the stride).
+    const int64_t lo = (g.pw - p + g.sw - 1) / g.sw, hi = (g.w - 1 + g.pw - p + g.sw) / g.sw;
+    for (int64_t iy = 0, a = g.ph % g.sh, q = g.ph / g.sh; iy < g.h; ++iy) {
+      float* __restrict dst = phases + (a * g.sw + p) * phase + q * wq;
+      const float* __restrict from = plane + iy * g.w + p - g.pw;
+      if (g.sw == 1)
+        copy_row(from + lo, dst + lo, hi - lo);
+      else if (g.sw == 2)
+        for (int64_t cq = lo; cq < hi; ++cq) dst[cq] = from[2 * cq];
+      else
+        for (int64_t cq = lo; cq < hi; ++cq) dst[cq] = from[cq * g.sw];
+      if (++a == g.sh) a = 0, ++q;
+    }
+  }
+  const int64_t taps = g.kh * g.kw;
+  if (g.ow >= kTapBlock) return depthwise_taps(phases, tap_off, w, taps, b, y, g.oh, wq, g.ow, g.ow);
+  // Short rows: the oh rows of wq (the columns past ow scratch) as one run, rounded up to
+  // kTapBlock into the buffer's slack, then copied out.
+  const int64_t n = (g.oh * wq + kTapBlock - 1) / kTapBlock * kTapBlock;
+  depthwise_taps(phases, tap_off, w, taps, b, yw, 1, 0, 0, n);
+  for (int64_t oy = 0; oy < g.oh; ++oy) copy_row(yw + oy * wq, y + oy * g.ow, g.ow);
 }
 
 // conv2d_depthwise_f32: a unit is one output plane (n, o), from input channel o / (oc / c).
@@ -274,19 +342,16 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   const float* bp = bias ? bias->data<float>() : nullptr;
   const float* rp = residual ? residual->data<float>() : nullptr;
   float* op = out.data<float>();
-  // Strided with long output rows (EfficientNet's 3x3 stride 2 on 112x112: ~0.95 ms by rows,
-  // 1.10 by phases), a row at a time; otherwise the phases.
-  const bool by_rows = (g.sh > 1 || g.sw > 1) && g.ow >= 32;
-  const int64_t buf_size = by_rows ? 0 : depthwise_buffer_floats(g);
-  std::vector<ColumnRange> ranges = by_rows ? column_ranges(g) : std::vector<ColumnRange>();
+  const int64_t buf_size = depthwise_buffer_floats(g);
+  std::vector<int64_t> tap_off = depthwise_tap_offsets(g);
   spec.body = [=](int64_t begin, int64_t end) {
-    float* buf = by_rows ? nullptr : cols_buffer(size_t(buf_size));
+    float* buf = cols_buffer(size_t(buf_size));
+    depthwise_clear(g, buf);
     for (int64_t u = begin; u < end; ++u) {
       int64_t n = u / g.oc, o = u % g.oc;
       const float* plane = xp + (n * g.c + o / mult) * g.h * g.w;
       float b = bp ? bp[o] : 0.0f;
-      if (by_rows) depthwise_rows(plane, wp + o * taps, b, op + u * P, g, ranges.data());
-      else depthwise_plane(plane, wp + o * taps, b, op + u * P, g, buf);
+      depthwise_plane(plane, wp + o * taps, b, op + u * P, g, buf, tap_off.data());
       // The bias is in already (the plane loops start from it): the residual and activation.
       if (rp || act != Activation::none) epilogue(op + u * P, P, nullptr, rp ? rp + u * P : nullptr, act, 1, P);
     }
