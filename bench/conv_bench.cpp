@@ -1,7 +1,8 @@
 // Convolutions on the CPU device against the limits (issue #32: "convolutions >= 60% of
 // the probe's matmul rate on resnet-sized layers"), every figure a ratio from this run:
 //  - the probe: opscope's f32 matmul 1024^3 on the device's cores (`opscope probe`'s rate);
-//  - conv2d f32 on ResNet-50's layer shapes (batch 1): GFLOP/s and % of the probe;
+//  - conv2d f32 on ResNet-50's layer shapes and MobileNetV3's and EfficientNet-B0's stems
+//    (batch 1): GFLOP/s and % of the probe;
 //  - the same convolution in oneDNN's own conv primitive on as many OpenMP threads as the
 //    device has cores (the library torch's CPU convolutions call), with NCHW tensors
 //    reordered to its blocked layout and back in each call as torch does, the weights
@@ -98,7 +99,10 @@ Measured measure(const Layer& l, int reps) {
   DnnlConv peer(l, oh, xv, wv, bv, yv);
   peer.run();
   float diff = 0, scale = 0;
-  for (size_t i = 0; i < yv.size(); ++i) diff = std::max(diff, std::abs(yv[i] - ours[i])), scale = std::max(scale, std::abs(yv[i]));
+  for (size_t i = 0; i < yv.size(); ++i) {
+    diff = std::max(diff, std::abs(yv[i] - ours[i]));
+    scale = std::max(scale, std::abs(yv[i]));
+  }
   // Each side timed over a batch of calls queued back to back, as a model's layers run: a
   // single call and its synchronize would time the device's wake-up too (50-250 us on a
   // 2-vCPU VM, more than the small depthwise layers take).
@@ -145,7 +149,8 @@ int main(int argc, char** argv) {
   fmt::print("probe: f32 matmul {}^3 on the device {:.1f} GFLOP/s\n\n", m, probe);
 
   const Layer layers[] = {
-      {"stem 7x7/2 3->64 @224", 3, 224, 64, 7, 2},    {"3x3 64->64 @56", 64, 56, 64, 3, 1},
+      {"stem 7x7/2 3->64 @224", 3, 224, 64, 7, 2},    {"stem 3x3/2 3->16 @224", 3, 224, 16, 3, 2},
+      {"stem 3x3/2 3->32 @224", 3, 224, 32, 3, 2},    {"3x3 64->64 @56", 64, 56, 64, 3, 1},
       {"1x1 64->256 @56", 64, 56, 256, 1, 1},         {"1x1 256->64 @56", 256, 56, 64, 1, 1},
       {"3x3 128->128 @28", 128, 28, 128, 3, 1},       {"3x3/2 128->128 @56", 128, 56, 128, 3, 2},
       {"3x3 256->256 @14", 256, 14, 256, 3, 1},       {"1x1 1024->256 @14", 1024, 14, 256, 1, 1},
@@ -162,8 +167,8 @@ int main(int argc, char** argv) {
                100 * gflops / probe, m.peer * 1e3, m.ours / m.peer, m.diff);
     log_sum += std::log(m.ours / m.peer), frac_sum += gflops / probe, ++count;
   }
-  fmt::print("\nmean % of the probe: {:.0f}%; geometric mean of opscope / oneDNN time: {:.2f}\n", 100 * frac_sum / count,
-             std::exp(log_sum / count));
+  fmt::print("\nmean % of the probe: {:.0f}%; geometric mean of opscope / oneDNN time: {:.2f}\n",
+             100 * frac_sum / count, std::exp(log_sum / count));
 
   // Depthwise: a few multiply-adds per element, bound by moving the planes, not by the FMAs.
   const Layer depthwise[] = {
