@@ -1,6 +1,5 @@
 #include "opscope/kernels/cpu/conv.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
