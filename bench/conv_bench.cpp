@@ -8,7 +8,8 @@
 //    reordered to its blocked layout and back in each call as torch does, the weights
 //    reordered once: time ratio opscope / oneDNN, and the outputs' largest difference;
 //  - depthwise convolutions on MobileNetV3's, EfficientNet-B0's and ConvNeXt-T's layer
-//    shapes: GB/s (input and output once) and the same ratio to oneDNN's.
+//    shapes, and grouped ones on RegNet-Y-400MF's and ResNeXt-50's: GB/s (input and output
+//    once) and the same ratio to oneDNN's.
 // oneDNN's OpenMP threads wait passively here (OMP_WAIT_POLICY=PASSIVE, set by re-running
 // this program): by default they spin after each call, and a spinning thread on a device
 // core's CPU took a time slice from it, making the next opscope call 3-10x slower.
@@ -116,6 +117,21 @@ Measured measure(const Layer& l, int reps) {
           double(x.nbytes() + y.nbytes())};
 }
 
+// A table of layers with few multiply-adds per element (depthwise, grouped): time, GB/s,
+// GFLOP/s and the ratio to oneDNN's time, then its geometric mean.
+template <size_t N> void memory_bound_table(const char* title, const Layer (&layers)[N], int reps) {
+  fmt::print("\n{:<22} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}\n", title, "ms", "GB/s", "GFLOP/s", "oneDNN ms",
+             "opscope/", "max diff");
+  double log_sum = 0;
+  for (const Layer& l : layers) {
+    Measured m = measure(l, reps);
+    fmt::print("{:<22} {:>9.3f} {:>9.1f} {:>9.1f} {:>11.3f} {:>9.2f} {:>9.1e}\n", l.name, m.ours * 1e3,
+               m.bytes / m.ours / 1e9, m.flops / m.ours / 1e9, m.peer * 1e3, m.ours / m.peer, m.diff);
+    log_sum += std::log(m.ours / m.peer);
+  }
+  fmt::print("\n{}: geometric mean of opscope / oneDNN time: {:.2f}\n", title, std::exp(log_sum / double(N)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,15 +196,16 @@ int main(int argc, char** argv) {
       {"effb0 672@14 5x5/2", 672, 14, 672, 5, 2, 672},   {"convnext 96@56 7x7", 96, 56, 96, 7, 1, 96},
       {"convnext 384@14 7x7", 384, 14, 384, 7, 1, 384},  {"convnext 768@7 7x7", 768, 7, 768, 7, 1, 768},
   };
-  fmt::print("\n{:<22} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "depthwise", "ms", "GB/s", "GFLOP/s", "oneDNN ms",
-             "opscope/", "max diff");
-  log_sum = 0, count = 0;
-  for (const Layer& l : depthwise) {
-    Measured m = measure(l, reps);
-    fmt::print("{:<22} {:>9.3f} {:>9.1f} {:>9.1f} {:>11.3f} {:>9.2f} {:>9.1e}\n", l.name, m.ours * 1e3,
-               m.bytes / m.ours / 1e9, m.flops / m.ours / 1e9, m.peer * 1e3, m.ours / m.peer, m.diff);
-    log_sum += std::log(m.ours / m.peer), ++count;
-  }
-  fmt::print("\ndepthwise: geometric mean of opscope / oneDNN time: {:.2f}\n", std::exp(log_sum / count));
+  memory_bound_table("depthwise", depthwise, reps);
+
+  // Grouped, a few channels a group: RegNet-Y-400MF's (8 a group) and ResNeXt-50 32x4d's.
+  const Layer grouped[] = {
+      {"regnet 48@112 /2 g6", 48, 112, 48, 3, 2, 6},     {"regnet 48@56 g6", 48, 56, 48, 3, 1, 6},
+      {"regnet 104@28 g13", 104, 28, 104, 3, 1, 13},     {"regnet 208@14 g26", 208, 14, 208, 3, 1, 26},
+      {"regnet 440@7 g55", 440, 7, 440, 3, 1, 55},       {"resnext 128@56 g32", 128, 56, 128, 3, 1, 32},
+      {"resnext 256@56 /2 g32", 256, 56, 256, 3, 2, 32}, {"resnext 256@28 g32", 256, 28, 256, 3, 1, 32},
+      {"resnext 512@14 g32", 512, 14, 512, 3, 1, 32},
+  };
+  memory_bound_table("grouped", grouped, reps);
   return 0;
 }

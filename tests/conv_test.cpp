@@ -145,6 +145,28 @@ TEST(Conv2d, Depthwise) {
   check_conv({1, 2, 1, 5, 2, 3, 3, {3, 3}, {1, 1}, {1, 1}, 2});
 }
 
+// Groups of 2 to 16 input channels (RegNet's width 8, ResNeXt's 4 to 16) run
+// conv2d_grouped_f32: bands of a group's output rows from its input planes' phases. Rows of
+// a register block or more (in place) and shorter (through a span), strides, dilation, more
+// output channels than input ones per group, batches, bands that do not divide the rows, the
+// fused residual and activation; 17 channels a group go to im2col.
+TEST(Conv2d, GroupedFewChannels) {
+  check_conv({1, 16, 40, 40, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2});  // RegNet's, two groups of 8
+  check_conv({1, 16, 80, 70, 16, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2});  // its strided first block
+  check_conv({2, 32, 9, 10, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8});   // ResNeXt's 4 a group, short rows
+  check_conv({1, 12, 13, 37, 24, 3, 5, {1, 2}, {2, 1}, {2, 1}, 3});  // two outputs per input channel
+  check_conv({1, 32, 7, 7, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, false});  // 16 a group, 7x7 planes
+  check_conv({1, 6, 37, 33, 6, 5, 5, {1, 1}, {2, 2}, {1, 1}, 3});
+  Tensor x = randn({1, 16, 12, 40}, 1), w = randn({16, 8, 3, 3}, 2), b = randn({16}, 3), r = randn({1, 16, 12, 40}, 4);
+  Tensor fused;
+  auto ks = kernels_of([&] { fused = conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, 2, Activation::relu, r); });
+  ASSERT_FALSE(ks.empty());
+  EXPECT_EQ(ks.back().name, "conv2d_grouped_add_relu_f32");
+  EXPECT_EQ(fused.to_float_vector(), relu(add(conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, 2), r)).to_float_vector());
+  Tensor x17 = randn({1, 34, 8, 8}, 5), w17 = randn({4, 17, 3, 3}, 6);
+  EXPECT_EQ(kernels_of([&] { conv2d(x17, w17, {}, {1, 1}, {1, 1}, {1, 1}, 2); }).at(0).name, "conv2d_f32");
+}
+
 // More channels and pixels than one block of the im2col kernel: 130 output channels are
 // three channel blocks (the last short), 64 x 3 x 3 rows leave room for 227 pixels per
 // block, so the 20 x 21 plane is cut into blocks of 224 and 196 that end mid-row; two

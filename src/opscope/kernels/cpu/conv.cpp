@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "opscope/kernels/cpu/conv_common.h"
-#include "opscope/kernels/cpu/conv_depthwise.h"
+#include "opscope/kernels/cpu/conv_direct.h"
 #include "opscope/kernels/cpu/sgemm.h"
 
 namespace opscope::cpu_kernels {
@@ -139,7 +139,8 @@ LaunchSpec gemm_conv_spec(const Tensor& out, const Tensor& x, const Tensor& weig
 LaunchSpec conv2d_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
                        const Window2d& g, Activation act, const Tensor* residual) {
   LaunchSpec spec = g.cg() == 1 && g.groups > 1 ? depthwise_spec(out, x, weight, bias, g, act, residual)
-                                                : gemm_conv_spec(out, x, weight, bias, g, act, residual);
+                    : grouped_direct_fits(g)      ? grouped_direct_spec(out, x, weight, bias, g, act, residual)
+                                                  : gemm_conv_spec(out, x, weight, bias, g, act, residual);
   if (residual) spec.bytes += residual->nbytes(), spec.flops += out.numel();
   return spec;
 }

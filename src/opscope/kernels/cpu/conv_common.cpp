@@ -41,9 +41,9 @@ ConvData conv_data(const Tensor& out, const Tensor& x, const Tensor& weight, con
 }
 
 const std::string& kernel_name(ConvKernel kernel, bool residual, Activation act) {
-  static const std::array<const char*, 3> bases = {"conv2d", "conv2d_1x1", "conv2d_depthwise"};
+  static const std::array<const char*, 4> bases = {"conv2d", "conv2d_1x1", "conv2d_depthwise", "conv2d_grouped"};
   static const auto names = [] {
-    std::array<std::array<std::array<std::string, 5>, 2>, 3> n;
+    std::array<std::array<std::array<std::string, 5>, 2>, 4> n;
     for (size_t b = 0; b < bases.size(); ++b)
       for (int r = 0; r < 2; ++r)
         for (int a = 0; a < 5; ++a) {

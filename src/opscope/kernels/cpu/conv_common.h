@@ -1,5 +1,5 @@
 // What the CPU convolution kernels share: conv.cpp's im2col + sgemm and 1x1 kernels and
-// conv_depthwise.cpp's.
+// conv_direct.cpp's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -33,9 +33,9 @@ struct ConvData {
 ConvData conv_data(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
                    const Tensor* residual);
 
-enum class ConvKernel : uint8_t { gemm, one_by_one, depthwise };
-// "conv2d_f32", "conv2d_1x1_f32", "conv2d_depthwise_f32"; with a residual and an activation
-// fused, "conv2d_1x1_add_relu_f32". Made once per name.
+enum class ConvKernel : uint8_t { gemm, one_by_one, depthwise, grouped };
+// "conv2d_f32", "conv2d_1x1_f32", "conv2d_depthwise_f32", "conv2d_grouped_f32"; with a
+// residual and an activation fused, "conv2d_1x1_add_relu_f32". Made once per name.
 const std::string& kernel_name(ConvKernel kernel, bool residual, Activation act);
 
 }  // namespace opscope::cpu_kernels::conv_detail

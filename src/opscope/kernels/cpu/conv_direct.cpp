@@ -1,4 +1,4 @@
-#include "opscope/kernels/cpu/conv_depthwise.h"
+#include "opscope/kernels/cpu/conv_direct.h"
 
 #include <immintrin.h>
 
@@ -17,6 +17,8 @@ using kernels::Window2d;
 using namespace conv_detail;
 
 constexpr int64_t kTapBlock = 4 * kVecLanes;  // outputs kept in registers (tap_block)
+constexpr int64_t kGroupedMaxChannels = 16;    // input channels a group of conv2d_grouped_f32
+constexpr int64_t kGroupedMinUnits = 16;       // units a launch: work for every core
 
 // ---- Stride phases. The zero-padded input plane split into sh x sw phases: phase (a, p)
 // holds the padded rows a, a + sh, ... and columns p, p + sw, ..., each row wq wide, and a
@@ -34,6 +36,12 @@ Phases phases_for(const Window2d& g) {
   return {(g.w + 2 * g.pw + g.sw - 1) / g.sw, (g.h + 2 * g.ph + g.sh - 1) / g.sh + 1};
 }
 
+// The phases of a band of out_rows output rows: the input rows they read, and a row of tail.
+Phases band_phases_for(const Window2d& g, int64_t out_rows) {
+  const int64_t input_rows = (out_rows - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+  return {(g.w + 2 * g.pw + g.sw - 1) / g.sw, (input_rows + g.sh - 1) / g.sh + 1};
+}
+
 // dst[j] = src[j] for j < n, inline: the rows here are short (7 to 230 floats), where a
 // call to memmove per row weighed on small planes.
 [[gnu::always_inline]] inline void copy_row(const float* __restrict src, float* __restrict dst, int64_t n) {
@@ -46,39 +54,75 @@ Phases phases_for(const Window2d& g) {
 // only: the padding is the same zeros for every plane of a launch, cleared once
 // (clear_phases). Rows are counted, not divided (a division per row took most of a small
 // plane's time), and a phase's row is a strided read, which GCC vectorizes.
+// Column cq of phase p is padded column cq sw + p, input column cq sw + p - pw: inside the
+// input for cq in [lo, hi) (empty for a plane narrower than the stride).
+void phase_columns(const Window2d& g, int64_t p, int64_t& lo, int64_t& hi) {
+  lo = (g.pw - p + g.sw - 1) / g.sw;
+  hi = std::max(lo, (g.w - 1 + g.pw - p + g.sw) / g.sw);
+}
+
+// Input columns [lo, hi) of phase p's row from `from` (the input row, shifted by p - pw):
+// a strided read, which GCC vectorizes.
+[[gnu::always_inline]] inline void copy_phase_row(const float* __restrict from, float* __restrict row, int64_t lo,
+                                                  int64_t hi, int64_t sw) {
+  if (sw == 1)
+    copy_row(from + lo, row + lo, hi - lo);
+  else if (sw == 2)
+    for (int64_t cq = lo; cq < hi; ++cq) row[cq] = from[2 * cq];
+  else
+    for (int64_t cq = lo; cq < hi; ++cq) row[cq] = from[cq * sw];
+}
+
+// The plane's rows into their phases in `to` (sh x sw phases of ph.floats()), the interior
+// only: the padding is the same zeros for every plane of a launch, cleared once
+// (clear_phases). Rows are counted, not divided (a division per row took most of a small
+// plane's time).
 void build_phases(const float* plane, const Window2d& g, const Phases& ph, float* to) {
   for (int64_t p = 0; p < g.sw; ++p) {
-    // Column cq of phase p is padded column cq sw + p, input column cq sw + p - pw: inside
-    // the input for cq in [lo, hi) (empty for a plane narrower than the stride).
-    const int64_t lo = (g.pw - p + g.sw - 1) / g.sw, hi = std::max(lo, (g.w - 1 + g.pw - p + g.sw) / g.sw);
+    int64_t lo, hi;
+    phase_columns(g, p, lo, hi);
     // Input row iy is padded row iy + ph: row (iy + ph) / sh of phase ((iy + ph) % sh, p).
     for (int64_t iy = 0, a = g.ph % g.sh, q = g.ph / g.sh; iy < g.h; ++iy) {
-      float* __restrict row = to + (a * g.sw + p) * ph.floats() + q * ph.wq;
-      const float* __restrict from = plane + iy * g.w + p - g.pw;
-      if (g.sw == 1)
-        copy_row(from + lo, row + lo, hi - lo);
-      else if (g.sw == 2)
-        for (int64_t cq = lo; cq < hi; ++cq) row[cq] = from[2 * cq];
-      else
-        for (int64_t cq = lo; cq < hi; ++cq) row[cq] = from[cq * g.sw];
+      copy_phase_row(plane + iy * g.w + p - g.pw, to + (a * g.sw + p) * ph.floats() + q * ph.wq, lo, hi, g.sw);
       if (++a == g.sh) a = 0, ++q;
     }
   }
 }
 
-void clear_phases(const Window2d& g, const Phases& ph, float* to) {
-  std::fill(to, to + g.sh * g.sw * ph.floats(), 0.0f);
+// A band of the plane from input row a0 (negative, or past h at the end: padding) into its
+// phases: row r of phase (a, p) is input row a0 + r sh + a. Its padding rows differ from band
+// to band and are written as zeros; the padding columns stay as cleared once (clear_phases).
+void build_band_phases(const float* plane, const Window2d& g, int64_t a0, const Phases& ph, float* to) {
+  for (int64_t p = 0; p < g.sw; ++p) {
+    int64_t lo, hi;
+    phase_columns(g, p, lo, hi);
+    for (int64_t a = 0; a < g.sh; ++a) {
+      float* phase = to + (a * g.sw + p) * ph.floats();
+      for (int64_t r = 0, iy = a0 + a; r < ph.rows; ++r, iy += g.sh) {
+        float* row = phase + r * ph.wq;
+        if (iy < 0 || iy >= g.h) std::fill(row, row + ph.wq, 0.0f);
+        else copy_phase_row(plane + iy * g.w + p - g.pw, row, lo, hi, g.sw);
+      }
+    }
+  }
 }
 
-// Where each tap reads in the phases, for the output at row 0, column 0; in the weights'
-// order (ki, kj).
-std::vector<int64_t> tap_offsets(const Window2d& g, const Phases& ph) {
+// Zeros over `planes` planes' phases.
+void clear_phases(const Window2d& g, const Phases& ph, float* to, int64_t planes = 1) {
+  std::fill(to, to + planes * g.sh * g.sw * ph.floats(), 0.0f);
+}
+
+// Where each tap reads in the phases of `planes` input planes laid one after another, for the
+// output at row 0, column 0; in the weights' order (plane, ki, kj).
+std::vector<int64_t> tap_offsets(const Window2d& g, const Phases& ph, int64_t planes = 1) {
   std::vector<int64_t> off;
-  for (int64_t ki = 0; ki < g.kh; ++ki)
-    for (int64_t kj = 0; kj < g.kw; ++kj) {
-      const int64_t ro = ki * g.dh, co = kj * g.dw;
-      off.push_back(((ro % g.sh) * g.sw + co % g.sw) * ph.floats() + (ro / g.sh) * ph.wq + co / g.sw);
-    }
+  for (int64_t c = 0; c < planes; ++c)
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const int64_t ro = ki * g.dh, co = kj * g.dw;
+        off.push_back((c * g.sh * g.sw + (ro % g.sh) * g.sw + co % g.sw) * ph.floats() + (ro / g.sh) * ph.wq +
+                      co / g.sw);
+      }
   return off;
 }
 
@@ -143,6 +187,20 @@ std::vector<int64_t> tap_offsets(const Window2d& g, const Phases& ph) {
     }
 }
 
+// run_taps for `oc` output channels at once (their weights k apart, their outputs y_step
+// apart, biases b or none), the channel loop inside the block loop: the inputs of a block's
+// taps, a few lines of each phase of each input plane, stay in L1 for every channel.
+[[gnu::noinline]] void run_taps_channels(const float* src, const int64_t* off, const float* w, int64_t k,
+                                         const float* b, int64_t oc, float* y, int64_t y_step, int64_t rows,
+                                         int64_t in_stride, int64_t out_stride, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; c += kTapBlock) {
+      const int64_t at = std::min(c, cols - kTapBlock);
+      for (int64_t o = 0; o < oc; ++o)
+        tap_block(src + r * in_stride + at, off, w + o * k, k, b ? b[o] : 0.0f, y + o * y_step + r * out_stride + at);
+    }
+}
+
 // The oh rows of wq a plane of short rows runs as (plane_outputs), rounded up to a block.
 int64_t wide_floats(const Window2d& g, const Phases& ph) {
   return (g.oh * ph.wq + kTapBlock - 1) / kTapBlock * kTapBlock;
@@ -187,6 +245,63 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
       plane_outputs(buf, off.data(), wp + o * taps, taps, bp ? bp[o] : 0.0f, op + u * P, g, ph, buf + phase_floats);
       // The bias is in already (the taps start from it): the residual and activation.
       if (rp || act != Activation::none) epilogue(op + u * P, P, nullptr, rp ? rp + u * P : nullptr, act, 1, P);
+    }
+  };
+  return spec;
+}
+
+bool grouped_direct_fits(const Window2d& g) {
+  return g.groups > 1 && g.cg() > 1 && g.cg() <= kGroupedMaxChannels && g.kh * g.kw > 1;
+}
+
+// conv2d_grouped_f32: a unit is a band of output rows of one group of one image: the band's
+// rows of the group's cg input planes split into phases once, then each of the group's
+// output channels sums its cg x kh x kw taps over them.
+LaunchSpec grouped_direct_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                               const Window2d& g, Activation act, const Tensor* residual) {
+  const int64_t P = g.pixels(), K = g.k(), cg = g.cg(), ocg = g.ocg();
+  // Bands enough for kGroupedMinUnits units in all.
+  const int64_t images = g.n * g.groups;  // (image, group) pairs
+  const int64_t bands = std::min(g.oh, std::max<int64_t>(1, (kGroupedMinUnits + images - 1) / images));
+  const int64_t band = (g.oh + bands - 1) / bands;
+  LaunchSpec spec;
+  spec.name = kernel_name(ConvKernel::grouped, residual != nullptr, act);
+  spec.work = g.n * g.groups * bands;
+  spec.grain = std::max<int64_t>(1, kMinFlopsPerCore / std::max<int64_t>(2 * ocg * band * g.ow * K, 1));
+  spec.flops = 2 * g.n * g.oc * P * K + (bias ? out.numel() : 0);
+  const ConvData d = conv_data(out, x, weight, bias, residual);
+  spec.bytes = d.bytes;
+  const float *xp = d.x, *wp = d.w, *bp = d.bias, *rp = d.residual;
+  float* op = d.out;
+  const Phases ph = band_phases_for(g, band);
+  const int64_t plane_floats = g.sh * g.sw * ph.floats();
+  const int64_t wide = (band * ph.wq + kTapBlock - 1) / kTapBlock * kTapBlock;  // short rows' span
+  std::vector<int64_t> off = tap_offsets(g, ph, cg);
+  spec.body = [=](int64_t begin, int64_t end) {
+    float* buf = cols_buffer(size_t(cg * plane_floats + wide + kTapBlock));
+    float* wide_out = buf + cg * plane_floats;
+    clear_phases(g, ph, buf, cg);
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t ng = u / bands, oy0 = (u % bands) * band, rows = std::min(band, g.oh - oy0);
+      const int64_t n = ng / g.groups, grp = ng % g.groups;
+      for (int64_t c = 0; c < cg; ++c)
+        build_band_phases(xp + (n * g.c + grp * cg + c) * g.h * g.w, g, oy0 * g.sh - g.ph, ph, buf + c * plane_floats);
+      const int64_t o0 = grp * ocg;
+      float* y0 = op + (n * g.oc + o0) * P + oy0 * g.ow;
+      if (g.ow >= kTapBlock) {
+        run_taps_channels(buf, off.data(), wp + o0 * K, K, bp ? bp + o0 : nullptr, ocg, y0, P, rows, ph.wq, g.ow, g.ow);
+      } else {  // short rows: the band's rows of wq as one span (plane_outputs), a channel at a time
+        const int64_t n_wide = (rows * ph.wq + kTapBlock - 1) / kTapBlock * kTapBlock;
+        for (int64_t o = 0; o < ocg; ++o) {
+          run_taps(buf, off.data(), wp + (o0 + o) * K, K, bp ? bp[o0 + o] : 0.0f, wide_out, 1, 0, 0, n_wide);
+          for (int64_t r = 0; r < rows; ++r) copy_row(wide_out + r * ph.wq, y0 + o * P + r * g.ow, g.ow);
+        }
+      }
+      if (rp || act != Activation::none)
+        for (int64_t o = 0; o < ocg; ++o) {
+          float* y = y0 + o * P;
+          epilogue(y, rows * g.ow, nullptr, rp ? rp + (y - op) : nullptr, act, 1, rows * g.ow);
+        }
     }
   };
   return spec;

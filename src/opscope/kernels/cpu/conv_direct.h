@@ -15,4 +15,11 @@ namespace opscope::cpu_kernels {
 LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
                           const kernels::Window2d& g, Activation act, const Tensor* residual);
 
+// conv2d_grouped_f32: groups of a few input channels each (RegNet's group width of 8,
+// ResNeXt's 4 to 16), where each group's sgemm has 8 rows: each band of a group's output
+// rows from its input planes' phases, taps over all of the group's channels.
+bool grouped_direct_fits(const kernels::Window2d& g);
+LaunchSpec grouped_direct_spec(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                               const kernels::Window2d& g, Activation act, const Tensor* residual);
+
 }  // namespace opscope::cpu_kernels
