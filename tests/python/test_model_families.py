@@ -38,7 +38,8 @@ def check(model, *inputs, rtol=1e-4):
             assert err <= rtol * scale, f"max error {err} vs scale {scale}"
 
 
-@pytest.mark.parametrize("name", ["densenet121", "googlenet", "mobilenet_v2", "inception_v3", "squeezenet1_1"])
+@pytest.mark.parametrize("name", ["densenet121", "googlenet", "mobilenet_v2", "inception_v3", "squeezenet1_1",
+                                  "regnet_y_400mf", "resnext50_32x4d"])  # the last two: grouped convolutions
 def test_classification(name):
     torch.manual_seed(0)
     kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
