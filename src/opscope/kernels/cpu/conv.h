@@ -6,9 +6,9 @@
 //                        pixel block reuses the columns.
 //  conv2d_1x1_f32        a 1x1 window, stride 1, no padding: the input planes are already
 //                        the columns, so sgemm reads them in place.
-//  conv2d_depthwise_f32  one input channel per group (mobilenet's depthwise layers): a
-//                        direct sum of shifted planes (conv_direct.h), where a one-row
-//                        gemm would waste sgemm.
+//  conv2d_depthwise_f32  one input channel per group (mobilenet's depthwise layers), and
+//  conv2d_grouped_f32    2 to 16 per group (RegNet, ResNeXt): direct sums of shifted planes
+//                        (conv_direct.h), where gemms of one to a few rows would waste sgemm.
 // The bias, a residual (a tensor of the output's shape added: ResNet's skip connection)
 // and a fused activation (conv2d_1x1_hardswish_f32) are applied to each block while it is
 // in cache.

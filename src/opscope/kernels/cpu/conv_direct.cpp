@@ -50,10 +50,6 @@ Phases band_phases_for(const Window2d& g, int64_t out_rows) {
   for (; j < n; ++j) dst[j] = src[j];
 }
 
-// The plane's rows into their phases in `to` (sh x sw phases of ph.floats()), the interior
-// only: the padding is the same zeros for every plane of a launch, cleared once
-// (clear_phases). Rows are counted, not divided (a division per row took most of a small
-// plane's time), and a phase's row is a strided read, which GCC vectorizes.
 // Column cq of phase p is padded column cq sw + p, input column cq sw + p - pw: inside the
 // input for cq in [lo, hi) (empty for a plane narrower than the stride).
 void phase_columns(const Window2d& g, int64_t p, int64_t& lo, int64_t& hi) {
