@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "opscope/kernels/cpu/half_rows.h"
@@ -72,7 +73,7 @@ void finish_rows(float* c, int64_t ldc, const float* bias, const float* residual
   if (bias && residual) return finish_rows<A, true, true>(c, ldc, bias, residual, rows, cols);
   if (bias) return finish_rows<A, true, false>(c, ldc, bias, residual, rows, cols);
   if (residual) return finish_rows<A, false, true>(c, ldc, bias, residual, rows, cols);
-  finish_rows<A, false, false>(c, ldc, bias, residual, rows, cols);
+  if constexpr (!std::is_same_v<A, NoAct>) finish_rows<A, false, false>(c, ldc, bias, residual, rows, cols);
 }
 
 }  // namespace
