@@ -157,6 +157,7 @@ TEST(Conv2d, GroupedFewChannels) {
   check_conv({1, 12, 13, 37, 24, 3, 5, {1, 2}, {2, 1}, {2, 1}, 3});  // two outputs per input channel
   check_conv({1, 32, 7, 7, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, false});  // 16 a group, 7x7 planes
   check_conv({1, 6, 37, 33, 6, 5, 5, {1, 1}, {2, 2}, {1, 1}, 3});
+  check_conv({2, 8, 20, 21, 8, 3, 3, {2, 2}, {1, 1}, {2, 2}, 2});  // short rows, strided and dilated
   Tensor x = randn({1, 16, 12, 40}, 1), w = randn({16, 8, 3, 3}, 2), b = randn({16}, 3), r = randn({1, 16, 12, 40}, 4);
   Tensor fused;
   auto ks = kernels_of([&] { fused = conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, 2, Activation::relu, r); });
