@@ -172,23 +172,14 @@ std::vector<int64_t> tap_offsets(const Window2d& g, const Phases& ph, int64_t pl
 }
 
 // tap_block over `rows` rows of `cols` outputs (at least kTapBlock), the rows of src
-// in_stride apart and those of y out_stride apart. A row's last block starts at
-// cols - kTapBlock, overlapping the one before it with the same values.
-[[gnu::noinline]] void run_taps(const float* src, const int64_t* off, const float* w, int64_t taps, float b, float* y,
-                                int64_t rows, int64_t in_stride, int64_t out_stride, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; c += kTapBlock) {
-      const int64_t at = std::min(c, cols - kTapBlock);
-      tap_block(src + r * in_stride + at, off, w, taps, b, y + r * out_stride + at);
-    }
-}
-
-// run_taps for `oc` output channels at once (their weights k apart, their outputs y_step
-// apart, biases b or none), the channel loop inside the block loop: the inputs of a block's
-// taps, a few lines of each phase of each input plane, stay in L1 for every channel.
-[[gnu::noinline]] void run_taps_channels(const float* src, const int64_t* off, const float* w, int64_t k,
-                                         const float* b, int64_t oc, float* y, int64_t y_step, int64_t rows,
-                                         int64_t in_stride, int64_t out_stride, int64_t cols) {
+// in_stride apart and those of y out_stride apart, for `oc` output channels (their weights
+// k apart, their outputs y_step apart, biases b or none). A row's last block starts at
+// cols - kTapBlock, overlapping the one before it with the same values. The channel loop is
+// inside the block loop: the inputs of a block's taps, a few lines of each phase of each
+// input plane, stay in L1 for every channel.
+[[gnu::noinline]] void run_taps(const float* src, const int64_t* off, const float* w, int64_t k, const float* b,
+                                int64_t oc, float* y, int64_t y_step, int64_t rows, int64_t in_stride,
+                                int64_t out_stride, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; c += kTapBlock) {
       const int64_t at = std::min(c, cols - kTapBlock);
@@ -197,20 +188,19 @@ std::vector<int64_t> tap_offsets(const Window2d& g, const Phases& ph, int64_t pl
     }
 }
 
-// The oh rows of wq a plane of short rows runs as (plane_outputs), rounded up to a block.
-int64_t wide_floats(const Window2d& g, const Phases& ph) {
-  return (g.oh * ph.wq + kTapBlock - 1) / kTapBlock * kTapBlock;
-}
+// The span `rows` short output rows run as (plane_outputs), wq each, rounded up to a block.
+int64_t span_floats(const Phases& ph, int64_t rows) { return (rows * ph.wq + kTapBlock - 1) / kTapBlock * kTapBlock; }
 
-// An output plane y: b + its taps over the phases. Rows of a block or more are written in
-// place; shorter ones run as one span of oh rows wq wide (the columns past ow scratch) into
-// `wide`, then are copied out. A block past the phases' end reads on into `wide` (scratch
-// outputs only), and one past wide_floats into the kTapBlock after it.
-void plane_outputs(const float* phases, const int64_t* off, const float* w, int64_t taps, float b, float* y,
-                   const Window2d& g, const Phases& ph, float* wide) {
-  if (g.ow >= kTapBlock) return run_taps(phases, off, w, taps, b, y, g.oh, ph.wq, g.ow, g.ow);
-  run_taps(phases, off, w, taps, b, wide, 1, 0, 0, wide_floats(g, ph));
-  for (int64_t r = 0; r < g.oh; ++r) copy_row(wide + r * ph.wq, y + r * g.ow, g.ow);
+// `rows` output rows of one channel into y (ow apart): b (or 0) + its taps over the phases.
+// Rows of a block or more are written in place; shorter ones run as one span of rows wq wide
+// (the columns past ow scratch) into `wide`, then are copied out. A block past the phases'
+// end reads on into `wide` (scratch outputs only), and one past span_floats into the
+// kTapBlock after it.
+void plane_outputs(const float* phases, const int64_t* off, const float* w, int64_t taps, const float* b, float* y,
+                   int64_t rows, const Window2d& g, const Phases& ph, float* wide) {
+  if (g.ow >= kTapBlock) return run_taps(phases, off, w, taps, b, 1, y, 0, rows, ph.wq, g.ow, g.ow);
+  run_taps(phases, off, w, taps, b, 1, wide, 0, 1, 0, 0, span_floats(ph, rows));
+  for (int64_t r = 0; r < rows; ++r) copy_row(wide + r * ph.wq, y + r * g.ow, g.ow);
 }
 
 }  // namespace
@@ -230,7 +220,7 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
   const float *xp = d.x, *wp = d.w, *bp = d.bias, *rp = d.residual;
   float* op = d.out;
   const Phases ph = phases_for(g);
-  const int64_t phase_floats = g.sh * g.sw * ph.floats(), buf_size = phase_floats + wide_floats(g, ph) + kTapBlock;
+  const int64_t phase_floats = g.sh * g.sw * ph.floats(), buf_size = phase_floats + span_floats(ph, g.oh) + kTapBlock;
   std::vector<int64_t> off = tap_offsets(g, ph);
   spec.body = [=](int64_t begin, int64_t end) {
     float* buf = cols_buffer(size_t(buf_size));
@@ -238,7 +228,8 @@ LaunchSpec depthwise_spec(const Tensor& out, const Tensor& x, const Tensor& weig
     for (int64_t u = begin; u < end; ++u) {
       int64_t n = u / g.oc, o = u % g.oc;
       build_phases(xp + (n * g.c + o / mult) * g.h * g.w, g, ph, buf);
-      plane_outputs(buf, off.data(), wp + o * taps, taps, bp ? bp[o] : 0.0f, op + u * P, g, ph, buf + phase_floats);
+      plane_outputs(buf, off.data(), wp + o * taps, taps, bp ? bp + o : nullptr, op + u * P, g.oh, g, ph,
+                    buf + phase_floats);
       // The bias is in already (the taps start from it): the residual and activation.
       if (rp || act != Activation::none) epilogue(op + u * P, P, nullptr, rp ? rp + u * P : nullptr, act, 1, P);
     }
@@ -271,11 +262,10 @@ LaunchSpec grouped_direct_spec(const Tensor& out, const Tensor& x, const Tensor&
   float* op = d.out;
   const Phases ph = band_phases_for(g, band);
   const int64_t plane_floats = g.sh * g.sw * ph.floats();
-  const int64_t wide = (band * ph.wq + kTapBlock - 1) / kTapBlock * kTapBlock;  // short rows' span
   std::vector<int64_t> off = tap_offsets(g, ph, cg);
   spec.body = [=](int64_t begin, int64_t end) {
-    float* buf = cols_buffer(size_t(cg * plane_floats + wide + kTapBlock));
-    float* wide_out = buf + cg * plane_floats;
+    float* buf = cols_buffer(size_t(cg * plane_floats + span_floats(ph, band) + kTapBlock));
+    float* wide = buf + cg * plane_floats;
     clear_phases(g, ph, buf, cg);
     for (int64_t u = begin; u < end; ++u) {
       const int64_t ng = u / bands, oy0 = (u % bands) * band, rows = std::min(band, g.oh - oy0);
@@ -283,16 +273,13 @@ LaunchSpec grouped_direct_spec(const Tensor& out, const Tensor& x, const Tensor&
       for (int64_t c = 0; c < cg; ++c)
         build_band_phases(xp + (n * g.c + grp * cg + c) * g.h * g.w, g, oy0 * g.sh - g.ph, ph, buf + c * plane_floats);
       const int64_t o0 = grp * ocg;
+      const float* b0 = bp ? bp + o0 : nullptr;
       float* y0 = op + (n * g.oc + o0) * P + oy0 * g.ow;
-      if (g.ow >= kTapBlock) {
-        run_taps_channels(buf, off.data(), wp + o0 * K, K, bp ? bp + o0 : nullptr, ocg, y0, P, rows, ph.wq, g.ow, g.ow);
-      } else {  // short rows: the band's rows of wq as one span (plane_outputs), a channel at a time
-        const int64_t n_wide = (rows * ph.wq + kTapBlock - 1) / kTapBlock * kTapBlock;
-        for (int64_t o = 0; o < ocg; ++o) {
-          run_taps(buf, off.data(), wp + (o0 + o) * K, K, bp ? bp[o0 + o] : 0.0f, wide_out, 1, 0, 0, n_wide);
-          for (int64_t r = 0; r < rows; ++r) copy_row(wide_out + r * ph.wq, y0 + o * P + r * g.ow, g.ow);
-        }
-      }
+      if (g.ow >= kTapBlock)  // all the group's channels block by block
+        run_taps(buf, off.data(), wp + o0 * K, K, b0, ocg, y0, P, rows, ph.wq, g.ow, g.ow);
+      else  // short rows: a small band, a channel at a time through the span
+        for (int64_t o = 0; o < ocg; ++o)
+          plane_outputs(buf, off.data(), wp + (o0 + o) * K, K, b0 ? b0 + o : nullptr, y0 + o * P, rows, g, ph, wide);
       if (rp || act != Activation::none)
         for (int64_t o = 0; o < ocg; ++o) {
           float* y = y0 + o * P;
