@@ -9,7 +9,9 @@
 //    reordered once: time ratio opscope / oneDNN, and the outputs' largest difference;
 //  - depthwise convolutions on MobileNetV3's, EfficientNet-B0's and ConvNeXt-T's layer
 //    shapes, and grouped ones on RegNet-Y-400MF's and ResNeXt-50's: GB/s (input and output
-//    once) and the same ratio to oneDNN's.
+//    once) and the same ratio to oneDNN's;
+//  - a 1x1 convolution with relu or hardswish fused against the convolution then the
+//    activation as its own op: time ratio fused / apart.
 // oneDNN's OpenMP threads wait passively here (OMP_WAIT_POLICY=PASSIVE, set by re-running
 // this program): by default they spin after each call, and a spinning thread on a device
 // core's CPU took a time slice from it, making the next opscope call 3-10x slower.
@@ -132,6 +134,35 @@ template <size_t N> void memory_bound_table(const char* title, const Layer (&lay
   fmt::print("\n{}: geometric mean of opscope / oneDNN time: {:.2f}\n", title, std::exp(log_sum / double(N)));
 }
 
+// A convolution with its activation fused (applied in the kernel's epilogue, the block in
+// cache) against the convolution then the activation as its own op, each side ten calls
+// queued back to back, best of reps, alternated: MobileNetV3's 1x1 layers with a bias.
+void epilogue_table(int reps) {
+  struct Case {
+    const char* name;
+    int64_t c, hw, oc;
+  };
+  const Case cases[] = {{"1x1 16->72 @56", 16, 56, 72}, {"1x1 96->576 @7", 96, 7, 576}};
+  fmt::print("\n{:<22} {:<10} {:>11} {:>13} {:>9}\n", "fused epilogue", "act", "fused us", "conv + op us", "fused/");
+  for (const Case& k : cases) {
+    Tensor x = randn({1, k.c, k.hw, k.hw}, 6), w = randn({k.oc, k.c, 1, 1}, 7), b = randn({k.oc}, 8);
+    for (Activation act : {Activation::relu, Activation::hardswish}) {
+      constexpr int kBatch = 10;
+      double fused = 1e30, apart = 1e30;
+      for (int r = 0; r < reps; ++r) {
+        fused = std::min(fused, best_of(1, [&] {
+                                  for (int i = 0; i < kBatch; ++i) conv2d(x, w, b, {1, 1}, {0, 0}, {1, 1}, 1, act);
+                                }) / kBatch);
+        apart = std::min(apart, best_of(1, [&] {
+                                  for (int i = 0; i < kBatch; ++i) activation(conv2d(x, w, b), act);
+                                }) / kBatch);
+      }
+      fmt::print("{:<22} {:<10} {:>11.1f} {:>13.1f} {:>9.2f}\n", k.name, cpu_kernels::activation_name(act),
+                 fused * 1e6, apart * 1e6, fused / apart);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,5 +238,6 @@ int main(int argc, char** argv) {
       {"resnext 512@14 g32", 512, 14, 512, 3, 1, 32},
   };
   memory_bound_table("grouped", grouped, reps);
+  epilogue_table(reps);
   return 0;
 }
