@@ -188,6 +188,36 @@ TEST(Softmax, RowsEitherSideOfTheShortExpsRange) {
   }
 }
 
+// Lanes whose e^ rounds to 0 (-inf, a mask's -1e4, x - max below -104) skip the scaling that
+// would underflow (norm.cpp's scale_lanes_from: an assist per vector on Intel cores). Those
+// lanes must still be 0, a NaN must still poison its row, and the subnormal results just
+// above them must stay (bf16 keeps f32's exponent range, so its outputs are subnormal too).
+TEST(Softmax, SubnormalResultsKeptAndFarLanesZero) {
+  const std::vector<float> row = {0.0f, -88.0f, -89.5f, -91.0f, -92.0f, -95.0f,  -99.0f,  -102.0f,
+                                  -103.5f, -104.5f, -120.0f, -1e4f, -INFINITY, -3.0f, -0.5f, -97.0f, -101.0f};
+  for (DType dt : {DType::f32, DType::bf16})
+    for (int64_t reps : {1, 3}) {  // 17 lanes: a vector and a tail; 51: more vectors
+      std::vector<float> v;
+      for (int64_t r = 0; r < reps; ++r) v.insert(v.end(), row.begin(), row.end());
+      const int64_t n = int64_t(v.size());
+      Tensor x = from_host(v, {1, n}).to(dt);
+      std::vector<float> got = softmax(x).to_float_vector();
+      std::vector<double> ref = softmax_ref(x.to_float_vector(), n);
+      const double ulp = dt == DType::f32 ? std::ldexp(1.0, -149) : std::ldexp(1.0, -133);  // subnormal spacing
+      for (size_t i = 0; i < got.size(); ++i) {
+        // within a subnormal ulp: e^ and the division each round once
+        EXPECT_NEAR(got[i], ref[i], ulp + 4e-3 * ref[i]) << dtype_name(dt) << " x = " << v[i];
+        if (v[i] < -104.0f) {
+          EXPECT_EQ(got[i], 0.0f) << dtype_name(dt) << " x = " << v[i];
+        }
+      }
+      v[5] = NAN;  // beside lanes that skip their scaling
+      for (float z : softmax(from_host(v, {1, n}).to(dt)).to_float_vector()) {
+        EXPECT_TRUE(std::isnan(z)) << dtype_name(dt);
+      }
+    }
+}
+
 TEST(Softmax, NonContiguousAnd16Bit) {
   Tensor base = randn({33, 17}, 23);
   Tensor t = base.transpose(0, 1);  // rows of 33 at stride 17

@@ -52,6 +52,22 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 #endif
 }
 
+// p * 2^n per lane as scale_lanes, and 0 where x < lo (NaN x kept), without scaling those
+// lanes: on Intel cores a scalef or multiply whose result underflows takes a microcode assist,
+// ~65 ns a vector here, and a causal mask's -inf lanes are such lanes (a softmax of masked
+// rows took 8x a plain one's time). Masked-off AVX-512 lanes take none; under AVX2 n is 0 in
+// them. lo must be where every result below it rounds to 0.
+[[gnu::always_inline]] inline f32v scale_lanes_from(f32v p, f32v n, f32v x, float lo) {
+#if defined(__AVX512F__)
+  __mmask16 keep = _mm512_cmp_ps_mask(std::bit_cast<__m512>(x), _mm512_set1_ps(lo), _CMP_NLT_UQ);
+  return std::bit_cast<f32v>(_mm512_maskz_scalef_ps(keep, std::bit_cast<__m512>(p), std::bit_cast<__m512>(n)));
+#else
+  i32v keep = ~(x < lo);
+  f32v r = scale_lanes(p, std::bit_cast<f32v>(std::bit_cast<i32v>(n) & keep));
+  return std::bit_cast<f32v>(std::bit_cast<i32v>(r) & keep);
+#endif
+}
+
 // p * 2^n per lane where the result is a normal float and p is in [0.5, 2): n added to p's
 // exponent bits, three instructions where scale_lanes takes nine without AVX-512. A NaN p
 // stays NaN (a NaN n converts to 0x80000000, whose shift adds 0).
@@ -106,11 +122,11 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 }
 
 // e^x per lane: e^-inf = 0, e^x = inf above 88.7, NaN stays NaN, denormal results below
-// -87.3.
+// -87.3. Below -104, e^x < 2^-150 rounds to 0, and is 0 without an underflowing scale.
 [[gnu::always_inline]] inline f32v exp_lanes(f32v x) {
   f32v n;
   f32v p = exp_reduced(clamp_lanes(x, -150.0f, 89.0f), n);
-  return scale_lanes(p, n);
+  return scale_lanes_from(p, n, x, -104.0f);
 }
 
 // The least x - max of a row for which the softmax's e^ may skip its clamps and scale by
@@ -175,10 +191,10 @@ template <bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted_for_half
       _mm512_maskz_reduce_ps(0xffff, std::bit_cast<__m512>(y), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   f32v n = y - f;
 #else
-  f32v y = max_lanes(splat(-150.0f), (x - m) * 1.44269504088896341f);  // NaN passes
-  f32v n = round_lanes(y), f = y - n;
+  f32v y = (x - m) * 1.44269504088896341f, yc = max_lanes(splat(-150.0f), y);  // NaN passes
+  f32v n = round_lanes(yc), f = yc - n;
 #endif
-  return scale_lanes(exp2_fraction(f), n);
+  return scale_lanes_from(exp2_fraction(f), n, y, -151.0f);  // 2^y < 2^-150.5 rounds to 0
 }
 
 // e^(x - m) per lane, as precise as T's softmax needs; kInRange as for exp_shifted_for_half.
