@@ -85,6 +85,28 @@ float dot_row_bf16(const bf16_t* w, const bf16_t* x, int64_t k) {
   }
   return hsum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
+
+// Four rows at once, two chains each, sharing each load of x: on an Intel core (AVX512-BF16,
+// AMX) one row at a time read tinyllama's 32000x2048 head at 23-26 GB/s on both cores, four
+// at 30-32, as fast as a plain read of the same bytes.
+void dot_rows4_bf16(const bf16_t* w, int64_t ldw, const bf16_t* x, int64_t k, float* y) {
+  __m512 a[4][2];
+  for (auto& r : a) r[0] = r[1] = _mm512_setzero_ps();
+  auto step = [&](int64_t i, __mmask32 m0, __mmask32 m1) {
+    __m512bh x0 = bf16x32(x + i, m0), x1 = bf16x32(x + i + 32, m1);
+    for (int r = 0; r < 4; ++r) {
+      a[r][0] = _mm512_dpbf16_ps(a[r][0], bf16x32(w + r * ldw + i, m0), x0);
+      a[r][1] = _mm512_dpbf16_ps(a[r][1], bf16x32(w + r * ldw + i + 32, m1), x1);
+    }
+  };
+  int64_t i = 0;
+  for (; i + 64 <= k; i += 64) step(i, ~__mmask32(0), ~__mmask32(0));
+  if (i < k) {  // the last 1-63 elements, masked: none of row r + 1 is read
+    auto mask = [](int64_t left) { return left >= 32 ? ~__mmask32(0) : __mmask32((uint64_t(1) << left) - 1); };
+    step(i, mask(k - i), k - i > 32 ? mask(k - i - 32) : __mmask32(0));
+  }
+  for (int r = 0; r < 4; ++r) y[r] = hsum(_mm512_add_ps(a[r][0], a[r][1]));
+}
 #endif
 #else
 // The same four chains in the row kernels' f32 lanes (half_rows.h: one register, 8 lanes
@@ -119,7 +141,12 @@ void gemv(const T* w, int64_t ldw, const T* x, int64_t incx, T* y, int64_t n, in
       for (int64_t i = 0; i < k; ++i) packed[size_t(i)] = x[i * incx];
       xb = packed.data();
     }
-    for (int64_t j = 0; j < n; ++j) y[j] = from_f32<T>(dot_row_bf16(w + j * ldw, xb, k));
+    int64_t j = 0;
+    for (float d[4]; j + 4 <= n; j += 4) {
+      dot_rows4_bf16(w + j * ldw, ldw, xb, k, d);
+      for (int r = 0; r < 4; ++r) y[j + r] = from_f32<T>(d[r]);
+    }
+    for (; j < n; ++j) y[j] = from_f32<T>(dot_row_bf16(w + j * ldw, xb, k));
     return;
   }
 #endif
