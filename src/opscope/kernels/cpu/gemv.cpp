@@ -13,9 +13,10 @@ namespace opscope::cpu_kernels {
 namespace {
 
 // One row at a time, one 16-wide FMA chain: the chain outruns a core's reads. In the
-// decoder (tinyllama, 2 layers, both cores) this read the weights fastest against 2, 4 and
-// 8 rows sharing each load of x (f32 11.5 ms a token against 14.6, 18.5 and 15.8; bf16 6.9
-// against 11.6, 11.3 and 9.0), and as fast as OpenBLAS's sgemv for f32 (11.3).
+// decoder (tinyllama, 2 layers, both cores, a Zen 4 host) this read the weights fastest
+// against 2, 4 and 8 rows sharing each load of x (f32 11.5 ms a token against 14.6, 18.5 and
+// 15.8; bf16, then widened to f32 as it loaded, 6.9 against 11.6, 11.3 and 9.0), and as fast
+// as OpenBLAS's sgemv for f32 (11.3). bf16 under AVX512-BF16 takes four rows since (below).
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 // A sum through memory and the maskz forms below: GCC 12 warns that the lane extracts' and
 // the plain forms' undefined operand may be used uninitialized (-Werror). Once per row.
