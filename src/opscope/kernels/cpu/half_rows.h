@@ -70,10 +70,27 @@ template <class T> [[gnu::always_inline]] inline f32v load_f32v(const T* p) {
 
 // The first k < kVecLanes elements from p as f32, the other lanes `pad`: a row's tail,
 // without reading past its end.
+// Under AVX-512 a masked load: the element loop compiled to a dozen scalar moves and
+// spills, and a softmax over rows of 197 (ViT's attention) spent half its time in its tails.
 template <class T> inline f32v load_f32v_tail(const T* p, int64_t k, float pad) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  const __mmask16 m = __mmask16((1u << k) - 1);
+  __m512 v;
+  if constexpr (std::is_same_v<T, float>) {
+    v = _mm512_maskz_loadu_ps(m, p);
+  } else {
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if constexpr (std::is_same_v<T, bf16_t>)
+      v = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
+    else
+      v = _mm512_maskz_cvtph_ps(0xffff, h);
+  }
+  return std::bit_cast<f32v>(_mm512_mask_blend_ps(m, _mm512_set1_ps(pad), v));
+#else
   f32v v = f32v{} + pad;
   for (int64_t j = 0; j < k; ++j) v[j] = to_f32(p[j]);
   return v;
+#endif
 }
 
 #if defined(__AVX2__)
@@ -152,6 +169,22 @@ template <class T> [[gnu::always_inline]] inline void store_f32v(T* p, f32v v, b
 #endif
     std::memcpy(p, &h, sizeof h);
   }
+}
+
+// The first k < kVecLanes lanes of v to p as T, nothing past them: a row's tail (masked under
+// AVX-512, where the element loop compiled to scalar stores and a memcpy to a call).
+template <class T> inline void store_f32v_tail(T* p, f32v v, int64_t k) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  const __mmask16 m = __mmask16((1u << k) - 1);
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_mask_storeu_ps(p, m, std::bit_cast<__m512>(v));
+  } else {
+    u16v h = std::is_same_v<T, bf16_t> ? bf16_lanes(v) : f16_lanes(v);
+    _mm256_mask_storeu_epi16(p, m, std::bit_cast<__m256i>(h));
+  }
+#else
+  for (int64_t j = 0; j < k; ++j) p[j] = from_f32<T>(v[j]);
+#endif
 }
 
 // Whole rows: x (n of From) to y (n of To), one of them f32; y streamed where asked.

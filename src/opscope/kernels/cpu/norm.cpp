@@ -216,8 +216,7 @@ template <class T, class G, class... S> inline void map_row(T* y, int64_t n, boo
   }
   for (; i + kVecLanes <= n; i += kVecLanes) store_f32v(y + i, g(load_f32v(src + i)...), stream);
   if (i == n) return;
-  f32v v = g(load_f32v_tail(src + i, n - i, 0.0f)...);
-  for (int64_t j = 0; i + j < n; ++j) y[i + j] = from_f32<T>(v[j]);
+  store_f32v_tail(y + i, g(load_f32v_tail(src + i, n - i, 0.0f)...), n - i);
 }
 
 int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kMinElemsPerCore / std::max<int64_t>(n, 1)); }
@@ -254,7 +253,7 @@ inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* 
   for (; i < n; i += V) {
     int64_t k = std::min<int64_t>(V, n - i);
     f32v e = exp_shifted<E, false>(load_f32v_tail(x + i, k, -INFINITY), m);
-    std::memcpy(t + i, &e, size_t(k) * sizeof(float));
+    store_f32v_tail(t + i, e, k);
     a0 += e;
   }
   return fold_lanes(a0 + a1, [](f32v a, f32v b) { return a + b; });
@@ -304,7 +303,7 @@ template <class T, bool kKeep = false> RowExtent softmax_row_extent(const T* x, 
   for (; i < n; i += V) {
     int64_t k = std::min<int64_t>(V, n - i);
     f32v v = load_f32v_tail(x + i, k, to_f32(x[i]));  // padded with an element: neither extreme moves
-    if constexpr (kKeep) std::memcpy(keep + i, &v, size_t(k) * sizeof(float));
+    if constexpr (kKeep) store_f32v_tail(keep + i, v, k);
     m0 = max_of(v, m0);
     l0 = min_of(v, l0);
   }
