@@ -2,7 +2,7 @@
 //  - bandwidth probe: STREAM-like copy and triad on the CPU device's cores (the limit);
 //  - rms_norm f32 4096x4096: achieved GB/s as a fraction of the probe's copy bandwidth;
 //  - mean / var / layer_norm / rms_norm / softmax over rows of 4096 (f32, bf16, f16), the same way;
-//  - softmax over rows of 128 (attention's scores), the same way;
+//  - softmax over rows of 128 (attention's scores), plain and causal-masked, and rows of 197, the same way;
 //  - naive RMSNorm (six ops) vs the built-in fused kernel at 1x4096, 32x4096, 4096x4096;
 //  - 200 relu launches on 1 MiB queued, then one synchronize, against copy bandwidth;
 //  - launch overhead: 10,000 launches of add on 8 elements, then one synchronize; and the
@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -157,6 +158,19 @@ int main(int argc, char** argv) {
     Tensor x = randn({rows, 128}, 3);
     double s = best_of(30, [&] { softmax(x, -1); }), gbs = 2.0 * double(x.nbytes()) / s / 1e9;
     fmt::print("   f32 {:>4}x128  softmax    {:8.1f} us  {:6.1f} GB/s = {:.2f}\n", rows, s * 1e6, gbs, gbs / p.copy_gbs);
+  }
+  // The same rows under a causal mask (-inf above each 128x128 block's diagonal: a decoder's
+  // scores), and rows of 197 (ViT-B/16's tokens: a partial vector at each row's end).
+  {
+    std::vector<float> v = randn({8192, 128}, 3).to_float_vector();
+    for (int64_t i = 0; i < 8192; ++i)
+      for (int64_t j = i % 128 + 1; j < 128; ++j) v[size_t(i * 128 + j)] = -INFINITY;
+    for (auto [what, x] : {std::pair<const char*, Tensor>{"causal", from_host(v, {8192, 128})},
+                           std::pair<const char*, Tensor>{"softmax", randn({2364, 197}, 3)}}) {
+      double s = best_of(30, [&] { softmax(x, -1); }), gbs = 2.0 * double(x.nbytes()) / s / 1e9;
+      fmt::print("   f32 {:>4}x{:<4} {:<10} {:8.1f} us  {:6.1f} GB/s = {:.2f}\n", x.shape()[0], x.shape()[1], what,
+                 s * 1e6, gbs, gbs / p.copy_gbs);
+    }
   }
 
   // 3. naive vs built-in.

@@ -68,10 +68,10 @@ template <class T> [[gnu::always_inline]] inline f32v load_f32v(const T* p) {
   return v;
 }
 
-// The first k < kVecLanes elements from p as f32, the other lanes `pad`: a row's tail,
-// without reading past its end.
-// Under AVX-512 a masked load: the element loop compiled to a dozen scalar moves and
-// spills, and a softmax over rows of 197 (ViT's attention) spent half its time in its tails.
+// The first k <= kVecLanes elements from p as f32, the other lanes `pad`: a row's tail,
+// without reading past its end. Under AVX-512 a masked load: the element loop compiled to a
+// dozen scalar moves and spills, and a softmax over rows of 197 (ViT's attention) spent half
+// its time in its tails.
 template <class T> inline f32v load_f32v_tail(const T* p, int64_t k, float pad) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
   const __mmask16 m = __mmask16((1u << k) - 1);
@@ -171,7 +171,7 @@ template <class T> [[gnu::always_inline]] inline void store_f32v(T* p, f32v v, b
   }
 }
 
-// The first k < kVecLanes lanes of v to p as T, nothing past them: a row's tail (masked under
+// The first k <= kVecLanes lanes of v to p as T, nothing past them: a row's tail (masked under
 // AVX-512, where the element loop compiled to scalar stores and a memcpy to a call).
 template <class T> inline void store_f32v_tail(T* p, f32v v, int64_t k) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
