@@ -181,8 +181,8 @@ template <class T> constexpr bool kLaneSource<Scalar<T>> = kHalf<T>;
 template <class T> [[gnu::always_inline]] inline f32v lanes_at(const Vec<T>& s, int64_t i) { return load_f32v(s.p + i); }
 template <class T> [[gnu::always_inline]] inline f32v lanes_at(const Scalar<T>& s, int64_t) { return f32v{} + s.v; }
 // 16 bf16 as even and odd lanes (bf16_even_odd.h): a scalar is both.
-[[gnu::always_inline]] inline EvenOdd even_odd_at(const Vec<bf16_t>& s, int64_t i) { return load_bf16_even_odd(s.p + i); }
-[[gnu::always_inline]] inline EvenOdd even_odd_at(const Scalar<bf16_t>& s, int64_t) {
+[[gnu::always_inline, maybe_unused]] inline EvenOdd even_odd_at(const Vec<bf16_t>& s, int64_t i) { return load_bf16_even_odd(s.p + i); }
+[[gnu::always_inline, maybe_unused]] inline EvenOdd even_odd_at(const Scalar<bf16_t>& s, int64_t) {
   decltype(EvenOdd::even) v = {};
   return {v + s.v, v + s.v};
 }

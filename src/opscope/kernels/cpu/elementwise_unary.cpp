@@ -407,9 +407,9 @@ template <class Op> constexpr bool kHasBlock = requires(const float* x, float* y
 // its element loop narrows slowly there. Lane-wise, so the order in the block is free.
 template <class T> constexpr bool kF32Blocks = std::is_same_v<T, f16_t> || (std::is_same_v<T, bf16_t> && kBf16EvenOdd);
 inline void block_to_f32(const f16_t* x, float* buf, int64_t m) { f16_row_to_f32(x, buf, m); }
-inline void block_to_f32(const bf16_t* x, float* buf, int64_t m) { bf16_to_even_odd_f32(x, buf, m); }
+[[maybe_unused]] inline void block_to_f32(const bf16_t* x, float* buf, int64_t m) { bf16_to_even_odd_f32(x, buf, m); }
 inline void block_from_f32(const float* buf, f16_t* o, int64_t m, bool stream) { f32_row_to_f16(buf, o, m, stream); }
-inline void block_from_f32(const float* buf, bf16_t* o, int64_t m, bool stream) { even_odd_f32_to_bf16(buf, o, m, stream); }
+[[maybe_unused]] inline void block_from_f32(const float* buf, bf16_t* o, int64_t m, bool stream) { even_odd_f32_to_bf16(buf, o, m, stream); }
 
 // o is contiguous; `stream`: large enough for streaming stores (stream_store.h).
 template <class Op, class T>

@@ -284,7 +284,7 @@ template <class T, bool kKeep = false> RowExtent softmax_row_extent(const T* x, 
   for (; i + 2 * V <= n; i += 2 * V) {
     f32v v0, v1;
     if constexpr (kKeep && kKeepEvenOdd<T>) {
-      EvenOdd eo = load_bf16_even_odd(x + i);
+      auto eo = load_bf16_even_odd(x + i);  // auto: dependent, so clang skips it where kKeepEvenOdd is false
       v0 = eo.even;
       v1 = eo.odd;
     } else {
