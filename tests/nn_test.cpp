@@ -195,7 +195,7 @@ TEST(Softmax, RowsEitherSideOfTheShortExpsRange) {
 TEST(Softmax, SubnormalResultsKeptAndFarLanesZero) {
   const std::vector<float> row = {0.0f, -88.0f, -89.5f, -91.0f, -92.0f, -95.0f,  -99.0f,  -102.0f,
                                   -103.5f, -104.5f, -120.0f, -1e4f, -INFINITY, -3.0f, -0.5f, -97.0f, -101.0f};
-  for (DType dt : {DType::f32, DType::bf16})
+  for (DType dt : {DType::f32, DType::bf16, DType::f16})
     for (int64_t reps : {1, 3}) {  // 17 lanes: a vector and a tail; 51: more vectors
       std::vector<float> v;
       for (int64_t r = 0; r < reps; ++r) v.insert(v.end(), row.begin(), row.end());
@@ -203,7 +203,8 @@ TEST(Softmax, SubnormalResultsKeptAndFarLanesZero) {
       Tensor x = from_host(v, {1, n}).to(dt);
       std::vector<float> got = softmax(x).to_float_vector();
       std::vector<double> ref = softmax_ref(x.to_float_vector(), n);
-      const double ulp = dt == DType::f32 ? std::ldexp(1.0, -149) : std::ldexp(1.0, -133);  // subnormal spacing
+      const int least = dt == DType::f32 ? -149 : dt == DType::bf16 ? -133 : -24;
+      const double ulp = std::ldexp(1.0, least);  // the subnormal spacing
       for (size_t i = 0; i < got.size(); ++i) {
         // within a subnormal ulp: e^ and the division each round once
         EXPECT_NEAR(got[i], ref[i], ulp + 4e-3 * ref[i]) << dtype_name(dt) << " x = " << v[i];
