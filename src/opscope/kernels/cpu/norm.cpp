@@ -53,10 +53,11 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 }
 
 // p * 2^n per lane as scale_lanes, and 0 where x < lo (NaN x kept), without scaling those
-// lanes: on Intel cores a scalef or multiply whose result underflows takes a microcode assist,
-// ~65 ns a vector here, and a causal mask's -inf lanes are such lanes (a softmax of masked
-// rows took 8x a plain one's time). Masked-off AVX-512 lanes take none; under AVX2 n is 0 in
-// them. lo must be where every result below it rounds to 0.
+// lanes: on Intel cores a scalef whose result underflows (to a subnormal or to 0) takes a
+// microcode assist, ~65 ns a vector here, and a causal mask's -inf lanes are such lanes (a
+// softmax of masked rows took 8x a plain one's time). Masked-off AVX-512 lanes take none.
+// Under AVX2 n is 0 in them: the two-step scale's last multiply could land on a subnormal,
+// which assists too (~37 ns a vector). lo must be where every result below it rounds to 0.
 [[gnu::always_inline]] inline f32v scale_lanes_from(f32v p, f32v n, f32v x, float lo) {
 #if defined(__AVX512F__)
   __mmask16 keep = _mm512_cmp_ps_mask(std::bit_cast<__m512>(x), _mm512_set1_ps(lo), _CMP_NLT_UQ);
