@@ -124,17 +124,6 @@ std::vector<int64_t> tap_offsets(const Window2d& g, const Phases& ph, int64_t pl
 
 // ---- Taps over a block of outputs ----
 
-// v in every lane: one vbroadcastss (GCC makes f32v{} + v a scalar add, then the broadcast).
-[[gnu::always_inline]] inline f32v broadcast(float v) {
-#if defined(__AVX512F__)
-  return std::bit_cast<f32v>(_mm512_set1_ps(v));
-#elif defined(__AVX__)
-  return std::bit_cast<f32v>(_mm256_set1_ps(v));
-#else
-  return f32v{} + v;
-#endif
-}
-
 // y[i] = b + sum over taps t of w[t] * src[off[t] + i] for i in [0, kTapBlock): four vectors
 // of y stay in registers through every tap and are stored once, the even and odd taps in
 // two sets of accumulators to keep eight FMA chains in flight. (A pass over the whole plane

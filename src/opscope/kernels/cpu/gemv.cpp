@@ -30,17 +30,7 @@ inline float hsum(__m512 a) {
 }
 
 // 16 elements of a row as f32 (the first `m` of them where masked).
-template <class T> inline __m512 load16(const T* p, __mmask16 m = 0xffff) {
-  if constexpr (std::is_same_v<T, float>) {
-    return _mm512_maskz_loadu_ps(m, p);
-  } else {
-    __m256i h = _mm256_maskz_loadu_epi16(m, p);
-    if constexpr (std::is_same_v<T, bf16_t>)
-      return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
-    else
-      return _mm512_maskz_cvtph_ps(0xffff, h);
-  }
-}
+template <class T> inline __m512 load16(const T* p, __mmask16 m = 0xffff) { return load_f32_masked(p, m); }
 
 // Four accumulators: one FMA chain retires 16 products per FMA latency (4 cycles), 64 B
 // of f32 weights but only 32 B of bf16 / f16 a cycle-group, under what a core can read.
@@ -154,6 +144,18 @@ template <class T> float dot_row(const T* w, const float* x, int64_t k) {
 }
 #endif
 
+// y[j] for the n rows: four(j, d) the dot products of rows j..j+3 into d, one(j) row j's
+// alone, for the rows left over (all of them where kFours is false).
+template <bool kFours, class T, class Four, class One> inline void rows_by_four(T* y, int64_t n, Four four, One one) {
+  int64_t j = 0;
+  if constexpr (kFours)
+    for (float d[4]; j + 4 <= n; j += 4) {
+      four(j, d);
+      for (int r = 0; r < 4; ++r) y[j + r] = from_f32<T>(d[r]);
+    }
+  for (; j < n; ++j) y[j] = from_f32<T>(one(j));
+}
+
 template <class T>
 void gemv(const T* w, int64_t ldw, const T* x, int64_t incx, T* y, int64_t n, int64_t k, float* xf) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512BF16__)
@@ -165,12 +167,9 @@ void gemv(const T* w, int64_t ldw, const T* x, int64_t incx, T* y, int64_t n, in
       for (int64_t i = 0; i < k; ++i) packed[size_t(i)] = x[i * incx];
       xb = packed.data();
     }
-    int64_t j = 0;
-    for (float d[4]; j + 4 <= n; j += 4) {
-      dot_rows4_bf16(w + j * ldw, ldw, xb, k, d);
-      for (int r = 0; r < 4; ++r) y[j + r] = from_f32<T>(d[r]);
-    }
-    for (; j < n; ++j) y[j] = from_f32<T>(dot_row_bf16(w + j * ldw, xb, k));
+    rows_by_four<true>(
+        y, n, [&](int64_t j, float* d) { dot_rows4_bf16(w + j * ldw, ldw, xb, k, d); },
+        [&](int64_t j) { return dot_row_bf16(w + j * ldw, xb, k); });
     return;
   }
 #endif
@@ -179,14 +178,14 @@ void gemv(const T* w, int64_t ldw, const T* x, int64_t incx, T* y, int64_t n, in
     if (incx == 1) xs = x;
   if (xs == xf)
     for (int64_t i = 0; i < k; ++i) xf[i] = to_f32(x[i * incx]);
-  int64_t j = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  for (float d[4]; j + 4 <= n; j += 4) {
-    dot_rows4(w + j * ldw, ldw, xs, k, d);
-    for (int r = 0; r < 4; ++r) y[j + r] = from_f32<T>(d[r]);
-  }
+  auto four = [&](int64_t j, float* d) { dot_rows4(w + j * ldw, ldw, xs, k, d); };
+  constexpr bool kFours = true;
+#else
+  auto four = [](int64_t, float*) {};
+  constexpr bool kFours = false;
 #endif
-  for (; j < n; ++j) y[j] = from_f32<T>(dot_row(w + j * ldw, xs, k));
+  rows_by_four<kFours>(y, n, four, [&](int64_t j) { return dot_row(w + j * ldw, xs, k); });
 }
 
 }  // namespace

@@ -68,6 +68,32 @@ template <class T> [[gnu::always_inline]] inline f32v load_f32v(const T* p) {
   return v;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+// The 16 elements at p as f32 where m is set, 0 elsewhere; nothing is read outside m.
+template <class T> [[gnu::always_inline]] inline __m512 load_f32_masked(const T* p, __mmask16 m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_maskz_loadu_ps(m, p);
+  } else {
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if constexpr (std::is_same_v<T, bf16_t>)
+      return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
+    else
+      return _mm512_maskz_cvtph_ps(0xffff, h);
+  }
+}
+#endif
+
+// v in every lane: one vbroadcastss (GCC makes f32v{} + v a scalar add, then the broadcast).
+[[gnu::always_inline]] inline f32v broadcast(float v) {
+#if defined(__AVX512F__)
+  return std::bit_cast<f32v>(_mm512_set1_ps(v));
+#elif defined(__AVX__)
+  return std::bit_cast<f32v>(_mm256_set1_ps(v));
+#else
+  return f32v{} + v;
+#endif
+}
+
 // The first k <= kVecLanes elements from p as f32, the other lanes `pad`: a row's tail,
 // without reading past its end. Under AVX-512 a masked load: the element loop compiled to a
 // dozen scalar moves and spills, and a softmax over rows of 197 (ViT's attention) spent half
@@ -75,17 +101,7 @@ template <class T> [[gnu::always_inline]] inline f32v load_f32v(const T* p) {
 template <class T> inline f32v load_f32v_tail(const T* p, int64_t k, float pad) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
   const __mmask16 m = __mmask16((1u << k) - 1);
-  __m512 v;
-  if constexpr (std::is_same_v<T, float>) {
-    v = _mm512_maskz_loadu_ps(m, p);
-  } else {
-    __m256i h = _mm256_maskz_loadu_epi16(m, p);
-    if constexpr (std::is_same_v<T, bf16_t>)
-      v = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
-    else
-      v = _mm512_maskz_cvtph_ps(0xffff, h);
-  }
-  return std::bit_cast<f32v>(_mm512_mask_blend_ps(m, _mm512_set1_ps(pad), v));
+  return std::bit_cast<f32v>(_mm512_mask_blend_ps(m, _mm512_set1_ps(pad), load_f32_masked(p, m)));
 #else
   f32v v = f32v{} + pad;
   for (int64_t j = 0; j < k; ++j) v[j] = to_f32(p[j]);

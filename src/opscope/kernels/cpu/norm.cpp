@@ -26,7 +26,7 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 // ulp. The rounding and the clamps are one instruction each under AVX (round, max, min),
 // and so is the scaling by 2^n under AVX-512 (scalef), where GCC 12 makes two to four of
 // each from the portable forms ----
-[[gnu::always_inline]] inline f32v splat(float v) { return f32v{} + v; }
+constexpr float kLog2e = 1.44269504088896341f;
 
 // x rounded to the nearest integer (ties to even), per lane; |x| < 2^22.
 [[gnu::always_inline]] inline f32v round_lanes(f32v x) {
@@ -105,12 +105,12 @@ constexpr int64_t kColBlock = 128;  // columns per unit of a softmax over an out
 
 // x clamped to [lo, hi] per lane, NaN passing: vmaxps and vminps.
 [[gnu::always_inline]] inline f32v clamp_lanes(f32v x, float lo, float hi) {
-  return min_lanes(splat(hi), max_lanes(splat(lo), x));
+  return min_lanes(broadcast(hi), max_lanes(broadcast(lo), x));
 }
 
 // e^r's polynomial for x = n ln2 + r, n = round(x / ln2): p in [0.7, 1.42], e^x = 2^n p.
 [[gnu::always_inline]] inline f32v exp_reduced(f32v x, f32v& n) {
-  n = round_lanes(x * 1.44269504088896341f);
+  n = round_lanes(x * kLog2e);
   f32v r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   // Estrin's form, as ofs_exp_core: a shorter dependent chain than Horner's
@@ -145,7 +145,7 @@ constexpr float kNormalSpread = -86.5f;
 // 7.5e-5, measured 6-8% faster on the halves' softmax, but left 1-ulp differences from the
 // exact value rounded in 2-10% of outputs.)
 [[gnu::always_inline]] inline f32v exp2_fraction(f32v f) {
-  f32v p = splat(9.57000907510519e-3f);
+  f32v p = broadcast(9.57000907510519e-3f);
   p = p * f + 5.591786280274391e-2f;
   p = p * f + 2.402474731206894e-1f;
   p = p * f + 6.931217908859253e-1f;
@@ -168,7 +168,7 @@ constexpr float kHalfFmaMax = 4194304.0f;
 template <bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted_for_half(f32v x, float m) {
   if constexpr (kInRange) {
 #if defined(__AVX512F__)
-    f32v y = (x - m) * 1.44269504088896341f;
+    f32v y = (x - m) * kLog2e;
     f32v n = round_lanes(y);
     return scale_normal_lanes(exp2_fraction(y - n), n);
 #else
@@ -177,7 +177,7 @@ template <bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted_for_half
     // (mod 2^32), added to p's exponent bits as scale_normal_lanes adds it, with no round or
     // convert instruction (bf16 1024x4096: 9% less time). A NaN x stays NaN: a half's NaN as
     // f32 has its low 13 bits clear, and so has t, whose shift then adds 0 to p's NaN bits.
-    constexpr float kLog2e = 1.44269504088896341f, kShift = 12582912.0f;
+    constexpr float kShift = 12582912.0f;
     f32v y = x * kLog2e - m * kLog2e;
     f32v t = y + kShift;
     f32v p = exp2_fraction(y - (t - kShift));
@@ -187,12 +187,12 @@ template <bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted_for_half
 #if defined(__AVX512DQ__)
   // f = y - round(y) in one vreduceps, which gives 0 for y = -inf: n = y - f is then -inf,
   // and scalef's 2^-inf is 0 with no clamp (below -150, 2^n underflows to 0 as well).
-  f32v y = (x - m) * 1.44269504088896341f;
+  f32v y = (x - m) * kLog2e;
   f32v f = std::bit_cast<f32v>(
       _mm512_maskz_reduce_ps(0xffff, std::bit_cast<__m512>(y), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   f32v n = y - f;
 #else
-  f32v y = (x - m) * 1.44269504088896341f, yc = max_lanes(splat(-150.0f), y);  // NaN passes
+  f32v y = (x - m) * kLog2e, yc = max_lanes(broadcast(-150.0f), y);  // NaN passes
   f32v n = round_lanes(yc), f = yc - n;
 #endif
   return scale_lanes_from(exp2_fraction(f), n, y, -151.0f);  // 2^y < 2^-150.5 rounds to 0
