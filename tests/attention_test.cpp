@@ -47,9 +47,10 @@ double max_rel_error(const Tensor& got, const Tensor& want) {
 // GPT-2's heads as the in-projection's columns (q, k, v each a strided view of one
 // (T, 3E) buffer), kᵀ read transposed, a scale, a causal mask as a multiply and an add of
 // -inf, and a per-head bias broadcast over batch and rows: scores (2, 3, Tq, Tk). Tk is
-// long enough that the kernel takes its query rows in two blocks, the second partial.
+// long enough (2200 keys: 29 rows of 256 KiB of scores) that the kernel takes its query rows
+// in two blocks, the second partial.
 TEST(Attention, EqualsItsOpsOnStridedHeadsAndBroadcastMasks) {
-  const int64_t B = 2, H = 3, T = 37, Tk = 1100, D = 24;
+  const int64_t B = 2, H = 3, T = 37, Tk = 2200, D = 24;
   // q: (B*H, T, D) columns of a (T, B*H*D) buffer; k, v: (B*H, Tk, D) of a (Tk, 2*B*H*D) one
   Tensor qbuf = randn({T, B * H * D}, 1), kv = randn({Tk, 2 * B * H * D}, 2);
   Tensor q(qbuf.storage(), {B * H, T, D}, {D, B * H * D, 1}, 0, DType::f32);
