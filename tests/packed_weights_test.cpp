@@ -310,3 +310,79 @@ TEST(PackedWeights, ABf16WeightIsPackedWhereTheCpuHasABf16Kernel) {
   bool cpu_has_kernel = cpu_kernels::PackedMatmul::make(xs, ws.transpose(0, 1), nullptr, cpu().num_cores()) != nullptr;
   EXPECT_EQ(exe.packed->packed(), cpu_has_kernel ? 1 : 0);
 }
+
+namespace {
+
+// A Linear on a 3-d x (rows split in two), its result viewed back to 3-d, then `op` with a
+// residual r: r + view(x @ wᵀ + b) (or r * ...), with gelu before the view if `act`.
+// `r_after`: r computed from x after the matmul (exp of x, defined later); `r_transposed`: r
+// read through a transposed view.
+struct ResidualCase {
+  OpKind op;
+  bool r_after, r_transposed;
+  bool joins;
+  bool act = false;
+};
+
+Graph linear_residual(int64_t rows, int64_t K, const ResidualCase& c) {
+  Graph g;
+  g.name = "linear_residual";
+  const int64_t N = K;
+  int x = input(g, {rows, K}), w = input(g, {N, K}), b = input(g, {N}), r = input(g, {2, rows / 2, N});
+  Attrs view;
+  int wt = g.add(OpKind::as_strided, {w}, {K, N}, DType::f32, view, Strides{1, K});
+  int y = binary(g, OpKind::add, g.add(OpKind::matmul, {x, wt}, {rows, N}, DType::f32), b);
+  if (c.act) y = unary(g, OpKind::gelu, y);
+  if (c.r_after) r = g.add(OpKind::as_strided, {unary(g, OpKind::exp, x)}, {2, rows / 2, N}, DType::f32, view,
+                           Strides{rows / 2 * N, N, 1});
+  if (c.r_transposed) r = g.add(OpKind::as_strided, {r}, {2, rows / 2, N}, DType::f32, view, Strides{rows / 2 * N, 1, rows / 2});
+  y = g.add(OpKind::as_strided, {y}, {2, rows / 2, N}, DType::f32, view, Strides{rows / 2 * N, N, 1});
+  g.outputs = {binary(g, c.op, r, y)};
+  return g;
+}
+
+}  // namespace
+
+// A residual add (or a gate's multiply) of a packed matmul's result joins it (oneDNN's
+// binary post-op, after the bias): one launch, named for it, the values of the eager ops.
+// An operand computed after the matmul or read strided stays its own op.
+TEST(PackedWeights, AResidualAddOrMultiplyOfAPackedMatmulJoinsIt) {
+  const int64_t rows = 128, K = 256;
+  for (ResidualCase c : {ResidualCase{OpKind::add, false, false, true}, ResidualCase{OpKind::mul, false, false, true},
+                         ResidualCase{OpKind::add, true, false, false}, ResidualCase{OpKind::add, false, true, false},
+                         ResidualCase{OpKind::add, false, false, true, true}}) {
+    std::string what =
+        fmt::format("{} r_after {} r_transposed {} act {}", op_name(c.op), c.r_after, c.r_transposed, c.act);
+    Graph g = linear_residual(rows, K, c);
+    Graph passed = g;
+    run_passes(passed, PassOptions{}, nullptr);
+    passed.compact();
+    const Node* mm = the_matmul(passed);
+    ASSERT_TRUE(mm) << what;
+    EXPECT_EQ(mm->attrs.residual.has_value(), c.joins) << what << "\n" << passed.str();
+    if (c.joins) {
+      EXPECT_EQ(*mm->attrs.residual, c.op) << what;
+      EXPECT_EQ(mm->attrs.epilogue.has_value(), c.act) << what;
+      EXPECT_EQ(mm->inputs.size(), 4u) << what;  // a, b, the bias, the residual
+      EXPECT_EQ(count_kind(passed, c.op), 0) << what << "\n" << passed.str();
+    }
+
+    CompileReport rep;
+    Executable exe = compile_graph(g, {}, rep);
+    Tensor x = randn({rows, K}, 40), w = randn({K, K}, 41, DType::f32, nullptr, 0, 0.1f), b = randn({K}, 42),
+           r = randn({2, rows / 2, K}, 43);
+    Tensor r_read = c.r_after ? exp(x).reshape({2, rows / 2, K})
+                    : c.r_transposed ? Tensor(r.storage(), {2, rows / 2, K}, {rows / 2 * K, 1, rows / 2}, 0, DType::f32)
+                                     : r;
+    Tensor y = add(matmul(x, w.transpose(0, 1)), b);
+    y = (c.act ? gelu(y) : y).reshape({2, rows / 2, K});
+    Tensor want = c.op == OpKind::add ? add(r_read, y) : mul(r_read, y);
+    for (int call = 0; call < 3; ++call) {
+      prof::Trace t = profiled([&] { EXPECT_LT(max_rel_error(exe.run({x, w, b, r}).at(0), want), 1e-5) << what; });
+      if (call == 0) continue;  // the first call runs unpacked
+      std::vector<std::string> names = launch_names(t);
+      const std::string joined = fmt::format("matmul_packed{}_{}_f32", c.act ? "_gelu" : "", op_name(c.op));
+      EXPECT_EQ(std::count(names.begin(), names.end(), joined), c.joins ? 1 : 0) << what << ", call " << call;
+    }
+  }
+}

@@ -235,7 +235,7 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
     // matmul runs as matmul_f32 and its activation, which name themselves).
     if (n.kind == OpKind::attention)
       register_kernel_origins(cpu_kernels::kAttentionKernel, g.origins_of(n), exe.scopes[i].shared);
-    if (n.kind == OpKind::matmul && n.attrs.epilogue && po.pack)
+    if (n.kind == OpKind::matmul && (n.attrs.epilogue || n.attrs.residual) && po.pack)
       register_kernel_origins(packed_kernel_name(g, n), g.origins_of(n), exe.scopes[i].shared);
   }
 

@@ -3,6 +3,7 @@
 
 #include "opscope/compiler/executor.h"
 #include "opscope/compiler/kernel.h"
+#include "opscope/compiler/packed_weights.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/attention.h"
 #include "opscope/ops/custom.h"
@@ -152,10 +153,14 @@ void eval_eager(const Graph& g, const Node& n, std::vector<Tensor>& vals, Device
           r = n.kind == OpKind::rms_norm ? rms_norm(ops[0], ops[1], a.scalar) : layer_norm(ops[0], ops[1], ops[2], a.scalar);
           break;
         }
-        case OpKind::matmul:
-          r = n.inputs.size() == 3 ? matmul(in(0), in(1), in(2)) : matmul(in(0), in(1));
-          if (n.attrs.epilogue) r = unary(*n.attrs.epilogue, r);  // unpacked: the activation's own launch
+        case OpKind::matmul: {
+          // unpacked: the activation and the residual's add or mul, each its own launch
+          const int bias = matmul_bias_input(n);
+          r = bias >= 0 ? matmul(in(0), in(1), in(size_t(bias))) : matmul(in(0), in(1));
+          if (n.attrs.epilogue) r = unary(*n.attrs.epilogue, r);
+          if (n.attrs.residual) r = binary(*n.attrs.residual, r, in(n.inputs.size() - 1).reshape(r.shape()));
           break;
+        }
         case OpKind::embedding: r = embedding(in(0), in(1)); break;
         case OpKind::attention: {
           std::vector<const Tensor*> ins;

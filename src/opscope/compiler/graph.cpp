@@ -217,7 +217,11 @@ std::string Graph::attrs_str(const Node& n) {
     case OpKind::layer_norm:
       return fmt::format("eps={}{}", fmt_double(a.scalar), a.axis ? fmt::format(" missing={}", a.axis) : "");
     case OpKind::custom: return fmt::format("name={}", a.name);
-    case OpKind::matmul: return a.epilogue ? fmt::format("epilogue={}", op_name(*a.epilogue)) : "";
+    case OpKind::matmul: {
+      std::string s = a.epilogue ? fmt::format("epilogue={}", op_name(*a.epilogue)) : "";
+      if (a.residual) s += fmt::format("{}residual={}", s.empty() ? "" : " ", op_name(*a.residual));
+      return s;
+    }
     case OpKind::attention: {
       std::string s = fmt::format("scores=({}) steps=[", fmt::join(a.axes, ", "));
       for (size_t i = 0; i < a.score.size(); ++i) {

@@ -74,6 +74,7 @@ struct Attrs {
   DType dtype = DType::f32;   // cast target
   std::string name;           // custom op name
   std::optional<OpKind> epilogue;  // matmul: an activation of its result, run in its launch where packed
+  std::optional<OpKind> residual;  // matmul: add or mul of that with its last input (C's numel), likewise
   std::vector<ScoreStep> score;   // attention
   std::shared_ptr<FusedKernel> kernel;  // fused
 };

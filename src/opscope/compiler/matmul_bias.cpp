@@ -3,7 +3,8 @@
 // starts as the bias, sgemm adds onto it) instead of a second pass over C. A Linear traces
 // as addmm, and addmm lowers to matmul then add. Where the add fuses with what follows
 // (a Linear and its activation), it stays: it costs no pass there, unless the matmul's
-// weight is packed, where oneDNN adds it and applies the activation (fold_matmul_epilogue).
+// weight is packed, where oneDNN adds it and applies the activation (fold_matmul_epilogue),
+// then a residual add or gate multiply of C (fold_matmul_residual).
 #include "opscope/compiler/packed_weights.h"
 #include "opscope/compiler/passes.h"
 #include "opscope/kernels/cpu/packed_matmul.h"
@@ -41,16 +42,29 @@ bool fuses_onward(const Graph& g, int v, const std::vector<std::vector<int>>& us
   return false;
 }
 
-// Whether value `v` is a matmul (with or without a bias already) that can take an epilogue:
-// f32 or bf16, B a weight, large enough to be packed, and `v` used once.
-bool takes_epilogue(const Graph& g, int v, const std::vector<std::vector<int>>& uses) {
+// Whether value `v` is a matmul (with or without a bias or activation already) whose weight
+// will be packed: f32 or bf16, B a weight, large enough to be packed, and `v` used once.
+bool packed_matmul(const Graph& g, int v, const std::vector<std::vector<int>>& uses) {
   const Node& mm = g.producer(v);
-  if (mm.kind != OpKind::matmul || mm.dead || mm.attrs.epilogue || uses[size_t(v)].size() != 1) return false;
+  if (mm.kind != OpKind::matmul || mm.dead || mm.attrs.residual || uses[size_t(v)].size() != 1) return false;
   const Value& out = g.values[size_t(v)];
   if ((out.dtype != DType::f32 && out.dtype != DType::bf16) || out.shape.size() < 2 || !g.read_from_source(mm.inputs[1]))
     return false;
   const int64_t N = out.shape.back(), K = g.values[size_t(mm.inputs[0])].shape.back();
   return N > 0 && cpu_kernels::PackedMatmul::worth_packing(out.shape.numel() / N, N, K);
+}
+
+bool takes_epilogue(const Graph& g, int v, const std::vector<std::vector<int>>& uses) {
+  return packed_matmul(g, v, uses) && !g.producer(v).attrs.epilogue;
+}
+
+// The matmul result under `v`: v itself, or the matmul an in-order view of it reads, that
+// view being its one use; -1 where `v` is neither.
+int matmul_under(const Graph& g, int v, const std::vector<std::vector<int>>& uses) {
+  const Node& p = g.producer(v);
+  if (p.kind == OpKind::matmul) return v;
+  if (!order_keeping_reshape(g, p) || uses[size_t(v)].size() != 1) return -1;
+  return g.producer(p.inputs[0]).kind == OpKind::matmul ? p.inputs[0] : -1;
 }
 
 // oneDNN's bf16 matmul applies relu and gelu as fast as the fused kernel after it, and
@@ -111,6 +125,34 @@ void fold_matmul_epilogue(Graph& g) {
     // The activation's readers read the view (now of the activated result), or the matmul's result.
     g.replace_uses(act.outputs[0], through_view ? in : v);
     act.dead = true;
+  }
+}
+
+void fold_matmul_residual(Graph& g) {
+  const std::vector<std::vector<int>> uses = g.uses();
+  for (Node& op : g.nodes) {
+    if (op.dead || (op.kind != OpKind::add && op.kind != OpKind::mul) || op.inputs.size() != 2 ||
+        op.outputs.size() != 1 || op.inputs[0] == op.inputs[1])
+      continue;
+    const Value& res = g.values[size_t(op.outputs[0])];
+    for (int side = 0; side < 2; ++side) {
+      const int v = op.inputs[size_t(side)], other = op.inputs[size_t(1 - side)];
+      const int m = matmul_under(g, v, uses);
+      if (m < 0 || !packed_matmul(g, m, uses) || uses[size_t(v)].size() != 1) continue;
+      const Value &mv = g.values[size_t(m)], &ov = g.values[size_t(other)];
+      // C and the other operand element for element: the same shape as the result, dense,
+      // f32 (oneDNN's bf16 binary post-op is not measured), and ready before the matmul runs
+      if (mv.dtype != DType::f32 || ov.dtype != DType::f32 || res.dtype != DType::f32) continue;
+      if (ov.shape != res.shape || g.values[size_t(v)].shape != res.shape || !ov.contiguous()) continue;
+      if (ov.node > mv.node) continue;
+      Node& mm = g.nodes[size_t(mv.node)];
+      mm.inputs.push_back(other);
+      mm.attrs.residual = op.kind;
+      merge_origins(mm, op);
+      g.replace_uses(op.outputs[0], v);
+      op.dead = true;
+      break;
+    }
   }
 }
 

@@ -25,6 +25,14 @@ std::optional<cpu_kernels::Epilogue> epilogue_for(OpKind k) {
   }
 }
 
+cpu_kernels::Residual residual_of(const Node& n) {
+  using R = cpu_kernels::Residual;
+  if (!n.attrs.residual) return R::none;
+  if (*n.attrs.residual == OpKind::add) return R::add;
+  if (*n.attrs.residual == OpKind::mul) return R::mul;
+  fail("compile", "internal: {} is not a matmul residual", op_name(*n.attrs.residual));
+}
+
 cpu_kernels::Epilogue epilogue_of(const Node& n) {
   if (!n.attrs.epilogue) return cpu_kernels::Epilogue::none;
   if (auto e = epilogue_for(*n.attrs.epilogue)) return *e;
@@ -36,7 +44,12 @@ cpu_kernels::Epilogue epilogue_of(const Node& n) {
 bool is_matmul_epilogue(OpKind k) { return epilogue_for(k).has_value(); }
 
 std::string packed_kernel_name(const Graph& g, const Node& matmul) {
-  return cpu_kernels::PackedMatmul::kernel_name(epilogue_of(matmul), g.values[size_t(matmul.outputs[0])].dtype);
+  return cpu_kernels::PackedMatmul::kernel_name(epilogue_of(matmul), g.values[size_t(matmul.outputs[0])].dtype,
+                                                residual_of(matmul));
+}
+
+int matmul_bias_input(const Node& matmul) {
+  return matmul.inputs.size() == (matmul.attrs.residual ? 4u : 3u) ? 2 : -1;
 }
 
 PackedWeights::PackedWeights(const Graph& g) : weight_(g.nodes.size(), 0), entries_(g.nodes.size()) {
@@ -89,8 +102,14 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
   const Node& n = g.nodes[i];
   const Tensor& a = vals[size_t(n.inputs[0])];
   const Tensor& b = vals[size_t(n.inputs[1])];
-  const Tensor* bias = n.inputs.size() == 3 ? &vals[size_t(n.inputs[2])] : nullptr;
+  const int bias_at = matmul_bias_input(n);
+  const Tensor* bias = bias_at >= 0 ? &vals[size_t(n.inputs[size_t(bias_at)])] : nullptr;
+  const Tensor* other = n.attrs.residual ? &vals[size_t(n.inputs.back())] : nullptr;
   if (!a.defined() || !b.defined() || (bias && !bias->defined())) return false;  // a constant the eager op makes
+  // The residual as the kernel reads it, element for element with C; else the eager ops run.
+  if (other && (!other->defined() || !other->is_contiguous() || other->dtype() != a.dtype() ||
+                other->numel() != g.values[size_t(n.outputs[0])].shape.numel()))
+    return false;
   std::shared_ptr<const cpu_kernels::PackedMatmul> pack;
   std::shared_ptr<cpu_kernels::PackedMatmul> plan;  // this call packs: planned, its memory not yet taken
   {
@@ -105,7 +124,7 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
     }
     pack = e.pack;
     if (!pack) {
-      plan = cpu_kernels::PackedMatmul::plan(a, b, bias, dev.num_cores(), epilogue_of(n));
+      plan = cpu_kernels::PackedMatmul::plan(a, b, bias, dev.num_cores(), epilogue_of(n), residual_of(n));
       if (!plan || plan->out_shape() != g.values[size_t(n.outputs[0])].shape) {
         e.refused = true;
         return false;
@@ -115,6 +134,7 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
   // The matmul reads its operands and the packed chunks (written by the pack launch before it).
   std::vector<const Tensor*> reads{&a, &b}, packed;
   if (bias) reads.push_back(bias);
+  if (other) reads.push_back(other);
   OpScope scope("matmul", std::span<const Tensor* const>(reads), __builtin_return_address(0));
   bool fresh = false;
   if (plan) {  // the packed memory, taken inside the matmul's op: a memory profile shows it there
@@ -130,7 +150,7 @@ bool PackedWeights::run(const Graph& g, size_t i, std::vector<Tensor>& vals, Dev
   const Tensor* write_out = &out;
   // Packing is one launch on the cores, in stream order after B's last writer.
   if (fresh) runtime::launch(dev, pack->pack_spec(b), std::span<const Tensor* const>(&read_b, 1), packed);
-  runtime::launch(dev, pack->spec(out, a, bias), reads, std::span<const Tensor* const>(&write_out, 1));
+  runtime::launch(dev, pack->spec(out, a, bias, other), reads, std::span<const Tensor* const>(&write_out, 1));
   vals[size_t(n.outputs[0])] = std::move(out);
   return true;
 }

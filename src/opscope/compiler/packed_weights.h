@@ -26,6 +26,8 @@ namespace opscope::compiler {
 bool is_matmul_epilogue(OpKind k);
 // The kernel a matmul node with an epilogue runs as where its weight is packed, by name.
 std::string packed_kernel_name(const Graph& g, const Node& matmul);
+// Where a matmul node's bias is among its inputs (a, b, bias?, residual?): 2, or -1 for none.
+int matmul_bias_input(const Node& matmul);
 
 class PackedWeights {
  public:

@@ -43,6 +43,11 @@ void fold_matmul_bias(Graph& g);
 // attrs.epilogue: oneDNN applies them to each block of C as it computes it, where a fused
 // kernel would make a second pass over C. Products too small to pack keep the fused kernel.
 void fold_matmul_epilogue(Graph& g);
+// After fold_matmul_epilogue: an add or mul of such a matmul's result (through an in-order
+// view) with a dense f32 value of its size, defined before the matmul, joins it as
+// attrs.residual and its last input: a residual stream's add, a gated unit's product,
+// applied by oneDNN in the launch instead of a pass of its own (matmul_bias.cpp).
+void fold_matmul_residual(Graph& g);
 // Before fusion: a copy to contiguous (clone, .contiguous()) read only through views
 // becomes those views of the copied value's storage, where each is expressible as strides
 // and keeps its rows dense (elide_clones.cpp).

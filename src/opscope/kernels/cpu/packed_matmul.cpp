@@ -84,12 +84,18 @@ bool f32_matmul_is_gemm() {
   return gemm;
 }
 
-dnnl::primitive_attr post_ops(Epilogue e) {
+const char* residual_suffix(Residual r) { return r == Residual::add ? "_add" : r == Residual::mul ? "_mul" : ""; }
+
+// The activation, then the residual (its operand the chunk's columns of C's shape, `other`).
+dnnl::primitive_attr post_ops(Epilogue e, Residual r, const md& other) {
   dnnl::primitive_attr attr;
-  if (e == Epilogue::none) return attr;
-  EpilogueOp op = epilogue_op(e);
   dnnl::post_ops ops;
-  ops.append_eltwise(1.0f, op.alg, op.alpha, 0.0f);
+  if (e != Epilogue::none) {
+    EpilogueOp op = epilogue_op(e);
+    ops.append_eltwise(1.0f, op.alg, op.alpha, 0.0f);
+  }
+  if (r != Residual::none)
+    ops.append_binary(r == Residual::add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul, other);
   attr.set_post_ops(ops);
   return attr;
 }
@@ -102,7 +108,7 @@ bool PackedMatmul::worth_packing(int64_t M, int64_t N, int64_t K) {
 
 struct PackedMatmul::Chunk {
   int64_t lo = 0, hi = 0;
-  md src, dst, bias;
+  md src, dst, bias, other;  // other: the residual's columns lo..hi (as dst lies)
   md user;                    // b's columns lo..hi as b lays them out
   int64_t user_offset = 0;    // bytes from b's data to column lo
   md packed;                  // the packed columns' layout, oneDNN's choice for prim
@@ -114,16 +120,17 @@ struct PackedMatmul::Chunk {
 PackedMatmul::~PackedMatmul() = default;
 
 std::shared_ptr<const PackedMatmul> PackedMatmul::make(const Tensor& a, const Tensor& b, const Tensor* bias,
-                                                       int cores, Epilogue epilogue) {
-  std::shared_ptr<PackedMatmul> p = plan(a, b, bias, cores, epilogue);
+                                                       int cores, Epilogue epilogue, Residual residual) {
+  std::shared_ptr<PackedMatmul> p = plan(a, b, bias, cores, epilogue, residual);
   if (p) p->allocate(a.device());
   return p;
 }
 
 std::shared_ptr<PackedMatmul> PackedMatmul::plan(const Tensor& a, const Tensor& b, const Tensor* bias, int cores,
-                                                 Epilogue epilogue) {
+                                                 Epilogue epilogue, Residual residual) {
   const DType dtype = a.dtype();
   if ((dtype != DType::f32 && dtype != DType::bf16) || b.dtype() != dtype || a.ndim() < 2 || b.ndim() < 2) return nullptr;
+  if (residual != Residual::none && dtype != DType::f32) return nullptr;  // bf16's binary post-op: not measured
   // The bias: f32, or the operands' dtype (a bf16 Linear's); oneDNN adds it to the f32 sums.
   if (a.device().type() != DeviceType::cpu || (bias && bias->dtype() != DType::f32 && bias->dtype() != dtype))
     return nullptr;
@@ -145,6 +152,7 @@ std::shared_ptr<PackedMatmul> PackedMatmul::plan(const Tensor& a, const Tensor& 
   p->out_shape_ = a.shape();
   p->out_shape_[a.ndim() - 1] = N;
   p->m_ = M, p->n_ = N, p->k_ = K, p->bias_ = bias != nullptr, p->epilogue_ = epilogue, p->dtype_ = dtype;
+  p->residual_ = residual;
   p->bias_dtype_ = bias ? bias->dtype() : dtype;
   const dt type = dtype == DType::bf16 ? dt::bf16 : dt::f32;
   const int64_t width = (N + chunks - 1) / chunks, step = (width + 15) / 16 * 16;  // oneDNN's 16-wide blocks
@@ -163,13 +171,14 @@ std::shared_ptr<PackedMatmul> PackedMatmul::plan(const Tensor& a, const Tensor& 
       c->src = md({M, K}, type, {lda, 1});
       c->dst = md({M, n}, type, {N, 1});
       c->bias = md({1, n}, bias && bias->dtype() == DType::bf16 ? dt::bf16 : dt::f32, {n, 1});
+      c->other = md({M, n}, type, {N, 1});
       c->user = md({K, n}, type, {sbk, sbn});
       c->user_offset = lo * sbn * item;
       md any = padded_rows ? md({K, n}, type, {n + kGemmRowPad, 1}) : md({K, n}, type, dnnl::memory::format_tag::any);
-      auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst),
-                                                    post_ops(epilogue), onednn_engine())
-                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), post_ops(epilogue),
-                                                    onednn_engine());
+      const dnnl::primitive_attr attr = post_ops(epilogue, residual, c->other);
+      auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->bias, c->dst), attr,
+                                                    onednn_engine())
+                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(c->src, any, c->dst), attr, onednn_engine());
       if (reference_kernel(pd)) throw std::runtime_error("a reference kernel");
       c->prim = dnnl::matmul(pd);
       c->packed = pd.weights_desc();
@@ -222,27 +231,33 @@ LaunchSpec PackedMatmul::pack_spec(const Tensor& b) const {
   return spec;
 }
 
-std::string PackedMatmul::kernel_name(Epilogue epilogue, DType dtype) {
-  return fmt::format("matmul_packed{}_{}", epilogue_op(epilogue).suffix, dtype_name(dtype));
+std::string PackedMatmul::kernel_name(Epilogue epilogue, DType dtype, Residual residual) {
+  return fmt::format("matmul_packed{}{}_{}", epilogue_op(epilogue).suffix, residual_suffix(residual), dtype_name(dtype));
 }
 
-LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* bias) const {
+LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* bias, const Tensor* other) const {
   if (a.shape() != a_shape_ || a.strides() != a_strides_ || out.shape() != out_shape_ || !out.is_contiguous() ||
       bool(bias) != bias_ || (bias && bias->dtype() != bias_dtype_) || a.dtype() != dtype_ || out.dtype() != dtype_)
     fail("matmul", "internal: packed weights were made for a {} with strides {}, not {} with strides {}",
          a_shape_.str(), a_strides_.str(), a.shape().str(), a.strides().str());
+  if ((residual_ != Residual::none) != bool(other) ||
+      (other && (other->dtype() != dtype_ || other->numel() != m_ * n_ || !other->is_contiguous())))
+    fail("matmul", "internal: the residual operand must be a contiguous {} of {} elements, got {}",
+         dtype_name(dtype_), m_ * n_, other ? fmt::format("{} {}", dtype_name(other->dtype()), other->shape().str()) : "none");
   LaunchSpec spec;
-  spec.name = kernel_name(epilogue_, dtype_);
+  spec.name = kernel_name(epilogue_, dtype_, residual_);
   spec.work = int64_t(chunks_.size());
   spec.grain = 1;
   spec.flops = 2 * m_ * n_ * k_;
-  spec.bytes = a.nbytes() + out.nbytes() + k_ * n_ * int64_t(a.itemsize()) + (bias ? bias->nbytes() : 0);
+  spec.bytes = a.nbytes() + out.nbytes() + k_ * n_ * int64_t(a.itemsize()) + (bias ? bias->nbytes() : 0) +
+               (other ? other->nbytes() : 0);
   char* ap = static_cast<char*>(a.data_ptr());
   char* cp = static_cast<char*>(out.data_ptr());
   char* bp = bias ? static_cast<char*>(bias->data_ptr()) : nullptr;
+  char* rp = other ? static_cast<char*>(other->data_ptr()) : nullptr;
   const int64_t item = int64_t(out.itemsize()), bias_item = bias ? int64_t(bias->itemsize()) : 0;
   // The launch may run after the caller has dropped these weights: it holds them.
-  spec.body = [self = shared_from_this(), ap, cp, bp, item, bias_item](int64_t begin, int64_t end) {
+  spec.body = [self = shared_from_this(), ap, cp, bp, rp, item, bias_item](int64_t begin, int64_t end) {
     dnnl::stream& s = onednn_core_stream();
     try {
       for (int64_t i = begin; i < end; ++i) {
@@ -251,6 +266,11 @@ LaunchSpec PackedMatmul::spec(const Tensor& out, const Tensor& a, const Tensor* 
         std::unordered_map<int, dnnl::memory> args{
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, c.weights}, {DNNL_ARG_DST, dst}};
         if (bp) args.emplace(DNNL_ARG_BIAS, dnnl::memory(c.bias, onednn_engine(), bp + c.lo * bias_item));
+        // the residual is the post-ops' last: index 1 after an activation, else 0
+        const int post = self->epilogue_ != Epilogue::none ? 1 : 0;
+        if (rp)
+          args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post) | DNNL_ARG_SRC_1,
+                       dnnl::memory(c.other, onednn_engine(), rp + c.lo * item));
         c.prim.execute(s, args);
       }
       s.wait();

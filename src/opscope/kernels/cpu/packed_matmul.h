@@ -20,6 +20,9 @@ namespace opscope::cpu_kernels {
 
 // An activation oneDNN applies to each block of C as it is computed (a post-op), after the bias.
 enum class Epilogue : uint8_t { none, relu, gelu, silu, tanh, sigmoid };
+// A second operand of C's shape (dense rows), added to or multiplied with C after the
+// activation, as oneDNN applies a binary post-op: a residual add, or a gated unit's product.
+enum class Residual : uint8_t { none, add, mul };
 
 class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
  public:
@@ -32,13 +35,15 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   // than 64 columns a core, or a product too small to gain from it. The caller then runs
   // matmul as usual (and the epilogue after it).
   // The packed memory is allocated but not yet written: queue pack_spec() before spec().
+  // With `residual`, each launch also reads C's second operand (spec()'s `other`): f32 only.
   static std::shared_ptr<const PackedMatmul> make(const Tensor& a, const Tensor& b, const Tensor* bias, int cores,
-                                                  Epilogue epilogue = Epilogue::none);
+                                                  Epilogue epilogue = Epilogue::none,
+                                                  Residual residual = Residual::none);
   // make() in two steps: plan() decides and makes oneDNN's primitives (null where make() is),
   // allocate() then takes the packed memory from dev's allocator, once. A caller allocates
   // inside its op, so that a memory profile puts the packed weights under that op.
   static std::shared_ptr<PackedMatmul> plan(const Tensor& a, const Tensor& b, const Tensor* bias, int cores,
-                                            Epilogue epilogue = Epilogue::none);
+                                            Epilogue epilogue = Epilogue::none, Residual residual = Residual::none);
   void allocate(Device& dev);
   ~PackedMatmul();
 
@@ -48,12 +53,15 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   // The packed chunks' memory, one tensor per chunk.
   const std::vector<Tensor>& packed() const { return packed_; }
 
-  // The launch of out = a @ b (+ bias): `a`, `out` and `bias` have the shapes and strides
-  // make() saw (out contiguous); any other layout is refused with an error naming matmul.
-  LaunchSpec spec(const Tensor& out, const Tensor& a, const Tensor* bias) const;
+  // The launch of out = act(a @ b (+ bias)) (+ or * other): `a`, `out` and `bias` have the
+  // shapes and strides make() saw (out contiguous), `other` (where make() had a residual)
+  // out's dtype and element count, contiguous; any other layout is refused with an error
+  // naming matmul.
+  LaunchSpec spec(const Tensor& out, const Tensor& a, const Tensor* bias, const Tensor* other = nullptr) const;
   const Shape& out_shape() const { return out_shape_; }
-  // The name its launches carry: "matmul_packed_f32", "matmul_packed_gelu_f32", ...
-  static std::string kernel_name(Epilogue epilogue, DType dtype);
+  // The name its launches carry: "matmul_packed_f32", "matmul_packed_gelu_f32",
+  // "matmul_packed_add_f32" (a residual add), ...
+  static std::string kernel_name(Epilogue epilogue, DType dtype, Residual residual = Residual::none);
 
  private:
   struct Chunk;
@@ -63,6 +71,7 @@ class PackedMatmul : public std::enable_shared_from_this<PackedMatmul> {
   int64_t m_ = 0, n_ = 0, k_ = 0;
   bool bias_ = false;
   Epilogue epilogue_ = Epilogue::none;
+  Residual residual_ = Residual::none;
   DType dtype_ = DType::f32, bias_dtype_ = DType::f32;
   std::vector<std::unique_ptr<Chunk>> chunks_;
   std::vector<Tensor> packed_;  // chunk i's weights live in packed_[i]
