@@ -121,3 +121,35 @@ def test_the_usual_profiler_schedule_sees_only_steady_steps(dev, tmp_path):
     launches = [e[1] for e in prof.events() if e[0] == "launch"]
     assert launches.count("matmul_packed_relu_f32") == 2, launches
     assert "pack_weights_f32" not in launches, launches
+
+
+class _GatedResidual(nn.Module):
+    """Llama's feed-forward, w2(silu(w1 x) * w3 x), then GPT-2's residual add: x + that."""
+
+    def __init__(self, d=256, hidden=512):
+        super().__init__()
+        self.w1, self.w3 = nn.Linear(d, hidden, bias=False), nn.Linear(d, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return x + self.w2(nn.functional.silu(self.w1(x)) * self.w3(x))
+
+
+def test_a_gate_product_and_a_residual_add_run_in_their_packed_matmuls(dev, tmp_path):
+    torch.manual_seed(0)
+    m = _GatedResidual().eval()
+    x = torch.randn(2, 64, 256)
+    with torch.no_grad():
+        want = m(x)
+        d = m.to(dev)
+        for passes, joined in ((opscope._compile.PASSES, True), ([p for p in opscope._compile.PASSES if p != "residual"], False)):
+            f = opscope.compile(d, passes=passes)
+            f(x.to(dev))  # traced
+            out, names = launches(lambda: f(x.to(dev)), tmp_path)  # packs, then runs packed
+            torch.testing.assert_close(out.cpu(), want, rtol=1e-5, atol=1e-5)
+            packed = sorted(n for n in names if n.startswith("matmul_packed"))
+            if joined:  # w1 with its silu, w3 times that, w2 plus x: three launches, no mul or add of their own
+                assert packed == ["matmul_packed_add_f32", "matmul_packed_mul_f32", "matmul_packed_silu_f32"], names
+                assert not any(n.startswith(("mul_", "add_", "fused_")) for n in names), names
+            else:
+                assert packed == ["matmul_packed_f32", "matmul_packed_f32", "matmul_packed_silu_f32"], names
