@@ -157,12 +157,6 @@ Graph gpt2_attention_tokens_first(int64_t T, int64_t H, int64_t D) {
   return g;
 }
 
-std::vector<float> run_graph(const Graph& g, const std::vector<Tensor>& xs) {
-  Executable exe;
-  exe.graph = g;
-  return exe.run(xs)[0].to_vector<float>();
-}
-
 }  // namespace
 
 TEST(AttentionPass, GptTwoAttentionIsOneNodeWithItsStepsAndEqualsItsOps) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "opscope/compiler/executor.h"
 #include "opscope/compiler/graph.h"
 #include "opscope/compiler/scalar_ops.h"
 #include "opscope/core/shape.h"
@@ -72,6 +73,13 @@ inline int view(Graph& g, int x, const Shape& s, const Strides& st, int64_t offs
 inline int bmm(Graph& g, int a, int b) {
   const Shape &sa = g.values[a].shape, &sb = g.values[b].shape;
   return g.add(OpKind::matmul, {a, b}, Shape{sa[0], sa[1], sb[2]}, g.values[a].dtype);
+}
+
+// Runs g as it stands (no passes): its first output's values.
+inline std::vector<float> run_graph(const Graph& g, const std::vector<Tensor>& xs) {
+  Executable exe;
+  exe.graph = g;
+  return exe.run(xs)[0].to_vector<float>();
 }
 
 inline int count_kind(const Graph& g, OpKind k) {

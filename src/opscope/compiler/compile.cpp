@@ -26,6 +26,7 @@
 #include "opscope/compiler/tracer.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/attention.h"
+#include "opscope/kernels/cpu/rotary.h"
 #include "opscope/runtime/device.h"
 #include "opscope/runtime/cuda.h"
 #include "opscope/runtime/op_scope.h"
@@ -235,6 +236,8 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
     // matmul runs as matmul_f32 and its activation, which name themselves).
     if (n.kind == OpKind::attention)
       register_kernel_origins(cpu_kernels::kAttentionKernel, g.origins_of(n), exe.scopes[i].shared);
+    if (n.kind == OpKind::rotary)
+      register_kernel_origins(cpu_kernels::kRotaryKernel, g.origins_of(n), exe.scopes[i].shared);
     if (n.kind == OpKind::matmul && (n.attrs.epilogue || n.attrs.residual) && po.pack)
       register_kernel_origins(packed_kernel_name(g, n), g.origins_of(n), exe.scopes[i].shared);
   }

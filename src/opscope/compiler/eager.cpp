@@ -6,6 +6,7 @@
 #include "opscope/compiler/packed_weights.h"
 #include "opscope/core/error.h"
 #include "opscope/kernels/cpu/attention.h"
+#include "opscope/kernels/cpu/rotary.h"
 #include "opscope/ops/custom.h"
 #include "opscope/ops/ops.h"
 #include "opscope/runtime/device.h"
@@ -95,6 +96,18 @@ Tensor attention(const Graph& g, const Node& n, const std::vector<const Tensor*>
   return out;
 }
 
+// A rotary node (fuse_rotary.cpp): x, cos, sin; its kernel, the CPU's alone.
+Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, Device& dev) {
+  if (dev.type() != DeviceType::cpu) fail("compile", "internal: a rotary node off the CPU device");
+  OPSCOPE_OP("rotary", &x, &cos, &sin);
+  Tensor out = runtime::allocate(x.shape(), DType::f32, dev);
+  const Tensor* reads[] = {&x, &cos, &sin};
+  const Tensor* writes[] = {&out};
+  runtime::launch(dev, cpu_kernels::rotary_spec(out, x, cos, sin), std::span<const Tensor* const>(reads),
+                  std::span<const Tensor* const>(writes));
+  return out;
+}
+
 }  // namespace
 
 void eval_eager(const Graph& g, const Node& n, std::vector<Tensor>& vals, Device& dev) {
@@ -162,6 +175,7 @@ void eval_eager(const Graph& g, const Node& n, std::vector<Tensor>& vals, Device
           break;
         }
         case OpKind::embedding: r = embedding(in(0), in(1)); break;
+        case OpKind::rotary: r = rotary(in(0), in(1), in(2), dev); break;
         case OpKind::attention: {
           std::vector<const Tensor*> ins;
           for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(&in(i));

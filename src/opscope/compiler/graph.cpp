@@ -31,7 +31,7 @@ constexpr std::array<OpInfo, kNumKinds> kInfo = {{
     {"argmax", OpClass::reduction}, {"softmax", OpClass::library},   {"rms_norm", OpClass::library},
     {"layer_norm", OpClass::library}, {"matmul", OpClass::library},  {"concat", OpClass::library},
     {"embedding", OpClass::library}, {"custom", OpClass::library},   {"attention", OpClass::library},
-    {"fused", OpClass::fused},
+    {"rotary", OpClass::library},   {"fused", OpClass::fused},
 }};
 static_assert(kInfo.size() == kNumKinds);
 }  // namespace
@@ -41,7 +41,8 @@ const OpInfo& op_info(OpKind k) { return kInfo[size_t(k)]; }
 std::optional<OpKind> kind_from_op_name(std::string_view name) {
   if (name == "to") return OpKind::cast;
   for (int i = int(OpKind::neg); i < int(OpKind::fused); ++i)
-    if (i != int(OpKind::custom) && i != int(OpKind::cast) && i != int(OpKind::attention) && name == kInfo[i].name)
+    if (i != int(OpKind::custom) && i != int(OpKind::cast) && i != int(OpKind::attention) &&
+        i != int(OpKind::rotary) && name == kInfo[i].name)
       return OpKind(i);
   return std::nullopt;
 }

@@ -31,6 +31,8 @@ enum class OpKind : uint8_t {
   softmax, rms_norm, layer_norm, matmul, concat, embedding, custom,
   // matmul → elementwise steps on the scores → softmax → matmul, one kernel (fuse_attention.cpp)
   attention,
+  // x * cos + rotate_half(x) * sin, rotary position embedding, one kernel (fuse_rotary.cpp)
+  rotary,
   // a generated kernel (attrs.kernel)
   fused,
 };

@@ -59,6 +59,7 @@ void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
     sink_reshapes(gr);  // first: a bias add and its activation behind a view meet, and stay an add
     fold_matmul_bias(gr);
     if (attention) fuse_attention(gr);  // before the scores' steps would fuse into a kernel
+    fuse_rotary(gr);  // before its muls and add would fuse into a kernel
     if (pack) fold_matmul_epilogue(gr);
     if (pack && residual) fold_matmul_residual(gr);
     fuse(gr);

@@ -57,6 +57,9 @@ void elide_clones(Graph& g);
 // scores (scale, masks) → softmax over the last axis → matmul(·, v) becomes one attention
 // node, its scores kept in the cores' caches (fuse_attention.cpp).
 void fuse_attention(Graph& g);
+// Before fusion: x * cos + cat(-x2, x1) * sin, x's halves x1 and x2 views of it (RoPE),
+// becomes one rotary node (fuse_rotary.cpp).
+void fuse_rotary(Graph& g);
 // Before fusion: a unary elementwise op on an order-keeping reshape runs before the
 // reshape instead (u(reshape(x)) = reshape(u(x))), so a chain split by a view fuses.
 void sink_reshapes(Graph& g);
