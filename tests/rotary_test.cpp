@@ -143,3 +143,18 @@ TEST(RotaryPass, RotateHalfTimesSinPlusXTimesCosIsOneNodeInEitherOrder) {
   fuse_rotary(kept);
   EXPECT_EQ(count_kind(kept, OpKind::rotary), 0) << kept.str();
 }
+
+// The pipeline runs it unless "rotary" is switched off (as it is for a CUDA graph, whose
+// executor has no rotary kernel).
+TEST(RotaryPass, ThePipelineRunsItUnlessSwitchedOff) {
+  for (bool on : {true, false}) {
+    Graph g = rope_graph(12, 2, 16, Order{false, false, false});
+    PassOptions po;
+    po.rotary = on;
+    run_passes(g, po, nullptr);
+    EXPECT_EQ(count_kind(g, OpKind::rotary), on ? 1 : 0) << g.str();
+  }
+  PassOptions po;
+  ASSERT_TRUE(disable_pass(po, "rotary"));
+  EXPECT_FALSE(po.rotary);
+}

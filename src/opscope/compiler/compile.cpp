@@ -207,6 +207,7 @@ Executable compile_graph_on(Graph g, const CompileOptions& opts, CompileReport& 
   if (dev && dev->type() == DeviceType::cuda) {
     po.pack = false;       // the CPU executor's packing (packed_weights.h)
     po.attention = false;  // a CPU kernel (kernels/cpu/attention.h)
+    po.rotary = false;     // a CPU kernel (kernels/cpu/rotary.h)
   }
   rep.pass_log.clear();
   run_passes(g, po, &rep.pass_log);

@@ -17,7 +17,8 @@ bool disable_pass(PassOptions& opt, const std::string& name) {
   else if (name == "attention") opt.attention = false;
   else if (name == "pack") opt.pack = false;
   else if (name == "residual") opt.residual = false;
-  else if (name == "all") opt = PassOptions{false, false, false, false, false, false, false};
+  else if (name == "rotary") opt.rotary = false;
+  else if (name == "all") opt = PassOptions{false, false, false, false, false, false, false, false};
   else return false;
   return true;
 }
@@ -54,12 +55,13 @@ void run_passes(Graph& g, const PassOptions& opt, std::string* log) {
   step("fold", opt.fold, fold_constants);
   // Folding and CSE leave dead nodes behind (the constants they replaced).
   if (opt.cse || opt.fold) step("dce", opt.dce, dce);
-  step("fuse", opt.fuse, [pack = opt.pack, attention = opt.attention, residual = opt.residual](Graph& gr) {
+  step("fuse", opt.fuse, [pack = opt.pack, attention = opt.attention, residual = opt.residual,
+                          rotary = opt.rotary](Graph& gr) {
     elide_clones(gr);
     sink_reshapes(gr);  // first: a bias add and its activation behind a view meet, and stay an add
     fold_matmul_bias(gr);
     if (attention) fuse_attention(gr);  // before the scores' steps would fuse into a kernel
-    fuse_rotary(gr);  // before its muls and add would fuse into a kernel
+    if (rotary) fuse_rotary(gr);  // before its muls and add would fuse into a kernel
     if (pack) fold_matmul_epilogue(gr);
     if (pack && residual) fold_matmul_residual(gr);
     fuse(gr);

@@ -18,14 +18,15 @@ struct PassOptions {
   bool attention = true;  // within fuse: attention's matmuls, score steps and softmax as one node (CPU)
   bool pack = true;  // not a graph pass: the executor packs the weights of f32 matmuls (packed_weights.h)
   bool residual = true;  // with pack: a residual add or gate multiply joins its packed matmul
+  bool rotary = true;    // within fuse: RoPE's rotate_half pattern as one node (a CPU kernel)
 };
 
 // The names a pass can be switched off by, in pipeline order, and "all".
-inline constexpr const char* kPassNames = "dce, cse, fold, fuse, attention, pack, residual, all";
+inline constexpr const char* kPassNames = "dce, cse, fold, fuse, attention, pack, residual, rotary, all";
 // Switches off the pass called `name` (one of kPassNames); false for an unknown name.
 bool disable_pass(PassOptions& opt, const std::string& name);
 // `base` with the passes named in OPSCOPE_COMPILE_DISABLE (comma-separated: dce, cse,
-// fold, fuse, attention, pack, residual, or all) switched off. Unknown names throw "[compile] ...".
+// fold, fuse, attention, pack, residual, rotary, or all) switched off. Unknown names throw "[compile] ...".
 PassOptions pass_options_from_env(PassOptions base);
 
 // Dead code: drops nodes whose results no output needs (and the params they captured).
