@@ -145,7 +145,7 @@ TEST_F(CompilerCli, CompileExplainShowsEachPassAndPassesSwitchOff) {
 
   CliResult bad = run({"compile", "rmsnorm", "--disable-pass", "fusion"});
   EXPECT_EQ(bad.status, 1) << bad.out;
-  EXPECT_TRUE(has(bad.out, "[--disable-pass] unknown pass 'fusion' (passes: dce, cse, fold, fuse, attention, pack, residual, rotary, all)")) << bad.out;
+  EXPECT_TRUE(has(bad.out, "[--disable-pass] unknown pass 'fusion' (passes: dce, cse, fold, fuse, attention, rotary, pack, residual, all)")) << bad.out;
   CliResult shape = run({"compile", "rmsnorm", "--shape", "4by32"});
   EXPECT_EQ(shape.status, 1) << shape.out;
   EXPECT_TRUE(has(shape.out, "[--shape]")) << shape.out;

@@ -992,18 +992,18 @@ class CompiledFunction:
         return reports
 
 
-PASSES = ("dce", "cse", "fold", "fuse", "attention", "pack", "residual", "rotary")
+PASSES = ("dce", "cse", "fold", "fuse", "attention", "rotary", "pack", "residual")
 
 
 def compile(fn, *, name=None, dynamic=False, passes=PASSES, explain=False, recompile_limit=8):
     """Compiles a function of tensors or an nn.Module for opscope's device (see module doc).
     passes: the compiler passes to run, a subset of ("dce", "cse", "fold", "fuse", "attention",
-    "pack", "residual", "rotary"), in their fixed order (passes=() runs the graph op by op, for comparison;
-    "attention" makes f32 attention, its matmuls, score scale and masks and softmax, one
-    kernel on the CPU; "pack" packs the weights of f32 and bf16 matmuls once for oneDNN, and
-    repacks one that was written; "residual", with "pack", has such an f32 matmul add a
-    residual or multiply a gate in its launch; "rotary" makes f32 RoPE, x * cos +
-    rotate_half(x) * sin, one kernel on the CPU). explain=True prints the
+    "rotary", "pack", "residual"), in their fixed order (passes=() runs the graph op by op, for
+    comparison; "attention" makes f32 attention, its matmuls, score scale and masks and
+    softmax, one kernel on the CPU; "rotary" makes f32 RoPE, x * cos + rotate_half(x) * sin,
+    one kernel on the CPU; "pack" packs the weights of f32 and bf16 matmuls once for oneDNN,
+    and repacks one that was written; "residual", with "pack", has such an f32 matmul add a
+    residual or multiply a gate in its launch). explain=True prints the
     graph after each pass and, on the first call of each signature, opscope.explain's table
     (each region, what it became, its predicted and measured time against its eager ops).
     A new input shape compiles again, with a warning that says what changed; past

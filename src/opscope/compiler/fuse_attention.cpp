@@ -23,21 +23,10 @@ struct Match {
   Shape scores;
 };
 
-bool single_use(const std::vector<std::vector<int>>& uses, int v) {
-  return uses[size_t(v)].size() == 1 && uses[size_t(v)][0] >= 0;
-}
-
 // A 3-d f32 value sgemm can read as a batch of matrices, none of its dims empty.
 bool gemm_ready(const Value& v) {
   if (v.dtype != DType::f32 || v.shape.size() != 3 || v.shape.numel() == 0) return false;
   return cpu_kernels::sgemm_layout(v.shape[1], v.shape[2], v.strides[1], v.strides[2]).has_value();
-}
-
-bool broadcasts_to(const Shape& s, const Shape& to) {
-  if (s.size() > to.size()) return false;
-  for (int d = 0; d < s.size(); ++d)
-    if (s[d] != 1 && s[d] != to[to.size() - s.size() + d]) return false;
-  return true;
 }
 
 // The step that binary node b applies to the running value `run` (one of its operands).

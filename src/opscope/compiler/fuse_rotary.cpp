@@ -26,10 +26,6 @@ Window window_of(const Graph& g, int v) {
   return {v, 0, val.shape, val.strides};
 }
 
-bool single_use(const std::vector<std::vector<int>>& uses, int v) {
-  return uses[size_t(v)].size() == 1 && uses[size_t(v)][0] >= 0;
-}
-
 // Whether `half` is x's window over the columns [from, from + D/2), with x's other dims.
 bool half_of(const Graph& g, int half, const Window& x, int64_t from) {
   const Window w = window_of(g, half);
@@ -82,13 +78,7 @@ std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& 
         if (!half_of(g, g.producer(rh).inputs[1], xw, 0)) continue;  // x is the window the halves split
         const Value &cv = g.values[size_t(cos)], &sv = g.values[size_t(sin)];
         if (cv.dtype != DType::f32 || sv.dtype != DType::f32) continue;
-        try {
-          if (broadcast_shapes(cv.shape, out.shape, "rotary") != out.shape ||
-              broadcast_shapes(sv.shape, out.shape, "rotary") != out.shape)
-            continue;
-        } catch (...) {
-          continue;
-        }
+        if (!broadcasts_to(cv.shape, out.shape) || !broadcasts_to(sv.shape, out.shape)) continue;
         Match m;
         m.x = x, m.cos = cos, m.sin = sin;
         const Node& cat = g.producer(rh);

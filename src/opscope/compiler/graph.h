@@ -145,6 +145,12 @@ class Graph {
   static std::string attrs_str(const Node& n);
 };
 
+// Whether value v (of Graph::uses()) is read by exactly one node and is not an output: a
+// pass may then fold its producer into that node.
+inline bool single_use(const std::vector<std::vector<int>>& uses, int v) {
+  return uses[size_t(v)].size() == 1 && uses[size_t(v)][0] >= 0;
+}
+
 std::string type_str(const Value& v);
 // "%.17g" for doubles, exact and locale-free.
 std::string fmt_double(double v);

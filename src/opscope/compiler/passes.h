@@ -22,11 +22,11 @@ struct PassOptions {
 };
 
 // The names a pass can be switched off by, in pipeline order, and "all".
-inline constexpr const char* kPassNames = "dce, cse, fold, fuse, attention, pack, residual, rotary, all";
+inline constexpr const char* kPassNames = "dce, cse, fold, fuse, attention, rotary, pack, residual, all";
 // Switches off the pass called `name` (one of kPassNames); false for an unknown name.
 bool disable_pass(PassOptions& opt, const std::string& name);
 // `base` with the passes named in OPSCOPE_COMPILE_DISABLE (comma-separated: dce, cse,
-// fold, fuse, attention, pack, residual, rotary, or all) switched off. Unknown names throw "[compile] ...".
+// fold, fuse, attention, rotary, pack, residual, or all) switched off. Unknown names throw "[compile] ...".
 PassOptions pass_options_from_env(PassOptions base);
 
 // Dead code: drops nodes whose results no output needs (and the params they captured).

@@ -49,6 +49,13 @@ int normalize_axis(int64_t axis, int ndim, const char* op) {
   return int(a);
 }
 
+bool broadcasts_to(const Shape& s, const Shape& to) {
+  if (s.size() > to.size()) return false;
+  for (int d = 0; d < s.size(); ++d)
+    if (s[d] != 1 && s[d] != to[to.size() - s.size() + d]) return false;
+  return true;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   int n = std::max(a.size(), b.size());
   Shape out;

@@ -74,5 +74,8 @@ Strides contiguous_strides(const Shape& shape);
 int normalize_axis(int64_t axis, int ndim, const char* op);
 // The broadcast of two shapes (numpy rules); throws "[op] shapes (..) and (..) do not broadcast".
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Whether `s` broadcasts to `to` unchanged (numpy rules, `to` the larger): each of s's dims,
+// aligned to the right, is 1 or to's.
+bool broadcasts_to(const Shape& s, const Shape& to);
 
 }  // namespace opscope

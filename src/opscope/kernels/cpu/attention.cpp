@@ -31,9 +31,8 @@ struct Operand {
 Operand broadcast_operand(const Tensor& t, const Shape& scores) {
   const int n = scores.size(), m = t.ndim();
   if (t.dtype() != DType::f32 || m > n) fail("attention", "a score operand must be f32 of at most {} dims, got {} {}", n, dtype_name(t.dtype()), t.shape().str());
-  for (int d = 0; d < m; ++d)
-    if (t.shape()[d] != 1 && t.shape()[d] != scores[n - m + d])
-      fail("attention", "a score operand of shape {} does not broadcast to the scores' {}", t.shape().str(), scores.str());
+  if (!broadcasts_to(t.shape(), scores))
+    fail("attention", "a score operand of shape {} does not broadcast to the scores' {}", t.shape().str(), scores.str());
   const Strides st = broadcast_strides(t, scores);
   Operand o;
   o.data = t.data<float>();

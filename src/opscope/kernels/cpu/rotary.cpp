@@ -29,10 +29,8 @@ void rotary_row_strided(float* o, const float* x, int64_t xs, const float* c, in
 }
 
 void check_broadcasts(const Tensor& t, const Shape& to, const char* what) {
-  const int lead = to.size() - t.ndim();
-  bool ok = lead >= 0;
-  for (int d = 0; ok && d < t.ndim(); ++d) ok = t.shape()[d] == 1 || t.shape()[d] == to[lead + d];
-  if (!ok) fail("rotary", "{} of shape {} does not broadcast to x's {}", what, t.shape().str(), to.str());
+  if (!broadcasts_to(t.shape(), to))
+    fail("rotary", "{} of shape {} does not broadcast to x's {}", what, t.shape().str(), to.str());
 }
 
 }  // namespace
