@@ -24,8 +24,9 @@ build=build-fuzz
 bins=(opscope_fuzz_seeds)
 for t in "${targets[@]}"; do bins+=("fuzz_$t"); done
 # -O1 -g1: the sanitizers' reports keep file and line; -O2 would cost build time for little.
+# A unity build, as the sanitizer suite's (scripts/test-sanitizers.sh).
 OPSCOPE_INSTALL=0 OPSCOPE_TEST_DEPS=1 OPSCOPE_BUILD_DIR=$build OPSCOPE_BUILD_TARGETS="${bins[*]}" scripts/setup.sh \
-  -DCMAKE_CXX_COMPILER=clang++-16 -DOPSCOPE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++-16 -DOPSCOPE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DOPSCOPE_BUILD_TESTS=OFF -DOPSCOPE_BUILD_BENCH=OFF \
   -DOPSCOPE_EXPLORER_UI=OFF -DOPSCOPE_CUDA=OFF -DOPSCOPE_TORCH=OFF
 

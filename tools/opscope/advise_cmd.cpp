@@ -14,6 +14,7 @@
 #include "opscope/analysis/roofline.h"
 #include "opscope/core/error.h"
 #include "open_profile.h"
+#include "print_text.h"
 
 namespace opscope::cli {
 namespace {
@@ -50,8 +51,7 @@ void add_advise_command(CLI::App& app) {
     advisor::Advice advice = advisor::advise(trace, o);
     if (!a->verify) {
       std::string out = a->json ? advice.to_json(a->limit) : advice.table(a->limit);
-      std::fputs(out.c_str(), stdout);
-      if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
+      print_text(out);
       return;
     }
     if (!a->json) {
@@ -64,8 +64,7 @@ void add_advise_command(CLI::App& app) {
     vo.reps = a->reps;
     advisor::Verification v = advisor::verify(trace, advice, vo);
     std::string out = a->json ? v.to_json() : v.table();
-    std::fputs(out.c_str(), stdout);
-    if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
+    print_text(out);
   });
 }
 

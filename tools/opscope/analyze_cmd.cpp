@@ -11,6 +11,7 @@
 #include "opscope/analysis/kernel_kind.h"
 #include "opscope/core/error.h"
 #include "opscope/importer/analyze_traces.h"
+#include "print_text.h"
 
 namespace opscope::cli {
 namespace {
@@ -62,8 +63,7 @@ void add_analyze_command(CLI::App& app) {
     importer::return_large_blocks_when_freed();
     analysis::TraceAnalysis r = importer::analyze_path(a->path, a->options);
     std::string out = a->json ? r.to_json() : r.text();
-    std::fputs(out.c_str(), stdout);
-    if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
+    print_text(out);
   });
 }
 

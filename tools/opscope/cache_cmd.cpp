@@ -11,6 +11,7 @@
 #include "opscope/compiler/cache.h"
 #include "opscope/compiler/cache_cli.h"
 #include "opscope/core/error.h"
+#include "print_text.h"
 
 namespace opscope::cli {
 namespace {
@@ -25,11 +26,6 @@ std::string checked_dir(const std::string& dir) {
   return dir;
 }
 
-void print(const std::string& s) {
-  std::fputs(s.c_str(), stdout);
-  if (!s.empty() && s.back() != '\n') std::fputc('\n', stdout);
-}
-
 }  // namespace
 
 void add_cache_command(CLI::App& app) {
@@ -41,7 +37,7 @@ void add_cache_command(CLI::App& app) {
 
   CLI::App* ls = cache->add_subcommand("ls", "one line per artifact: hash, function, kernels, size, status");
   ls->add_option("--dir", *dir, dir_help);
-  ls->callback([dir] { print(compiler::cache_ls(checked_dir(*dir))); });
+  ls->callback([dir] { print_text(compiler::cache_ls(checked_dir(*dir))); });
 
   CLI::App* show = cache->add_subcommand("show", "an artifact's files, kernels, graph and manifest");
   show->add_option("hash", *hash, "the artifact's hash, or a unique prefix of it")->required();
@@ -50,12 +46,12 @@ void add_cache_command(CLI::App& app) {
     for (char c : *hash)
       if (!std::isxdigit(static_cast<unsigned char>(c)))
         fail("cache", "'{}' is not an artifact hash (hex digits, as `opscope cache ls` prints them)", *hash);
-    print(compiler::cache_show(*hash, checked_dir(*dir)));
+    print_text(compiler::cache_show(*hash, checked_dir(*dir)));
   });
 
   CLI::App* clear = cache->add_subcommand("clear", "remove every artifact (and failed builds, locks)");
   clear->add_option("--dir", *dir, dir_help);
-  clear->callback([dir] { print(compiler::cache_clear(checked_dir(*dir))); });
+  clear->callback([dir] { print_text(compiler::cache_clear(checked_dir(*dir))); });
 }
 
 }  // namespace opscope::cli

@@ -17,6 +17,7 @@
 #include "opscope/analysis/kernel_static.h"
 #include "opscope/compiler/cache.h"
 #include "opscope/core/error.h"
+#include "print_text.h"
 
 namespace opscope::cli {
 namespace {
@@ -26,11 +27,6 @@ struct KernelArgs {
   bool json = false, static_code = false;
   int lines = 10, context = 2;
 };
-
-void print(const std::string& text) {
-  std::fputs(text.c_str(), stdout);
-  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
-}
 
 // An artifact folder (or a file in it, or its hash in the cache), else "" (a profile).
 std::string artifact_dir(const std::string& target) {
@@ -58,7 +54,7 @@ void run_static(const KernelArgs& a) {
     prof::Trace trace = open_profile(a.profile);
     kernels = analysis::static_profile(trace, a.kernel, a.profile);
   }
-  print(a.json ? analysis::static_json(kernels).dump(2) : analysis::static_text(kernels));
+  print_text(a.json ? analysis::static_json(kernels).dump(2) : analysis::static_text(kernels));
 }
 
 void run_kernel(const KernelArgs& a) {
@@ -72,17 +68,17 @@ void run_kernel(const KernelArgs& a) {
     if (a.json) {
       nlohmann::json j = nlohmann::json::array();
       for (auto& [name, n] : kernels) j.push_back({{"kernel", name}, {"samples", n}});
-      print(j.dump(2));
+      print_text(j.dump(2));
       return;
     }
     std::string out = "Kernels with instruction samples (opscope kernel PROFILE KERNEL shows one):\n";
     for (auto& [name, n] : kernels) out += fmt::format("  {:>8}  {}\n", n, name);
-    print(out);
+    print_text(out);
     return;
   }
   analysis::KernelQuery q{a.kernel, a.op, a.module};
   analysis::KernelProfile k = analysis::kernel_profile(trace, q, a.profile);
-  print(a.json ? analysis::kernel_profile_json(k).dump(2) : analysis::kernel_profile_text(k, a.lines, a.context));
+  print_text(a.json ? analysis::kernel_profile_json(k).dump(2) : analysis::kernel_profile_text(k, a.lines, a.context));
 }
 
 }  // namespace

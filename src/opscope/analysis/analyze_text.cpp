@@ -7,14 +7,11 @@
 
 #include "opscope/analysis/analyze.h"
 #include "opscope/analysis/analyze_figures.h"
+#include "opscope/analysis/text_out.h"
 
 namespace opscope::analysis {
 
 namespace {
-
-std::string pct(int64_t part, int64_t whole) {
-  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * double(part) / double(whole)) : "-";
-}
 
 // A table: the first column left-aligned, the others right-aligned.
 class Table {
@@ -107,8 +104,8 @@ std::string TraceAnalysis::text() const {
         a, true, {"rank", "span", "idle", "", "compute", "", "non-compute", ""},
         [](const RankAnalysis& r) -> std::vector<std::string> {
           const Temporal& t = r.temporal;
-          return {human_ns(t.span_ns), human_ns(t.idle_ns), pct(t.idle_ns, t.span_ns), human_ns(t.compute_ns),
-                  pct(t.compute_ns, t.span_ns), human_ns(t.non_compute_ns), pct(t.non_compute_ns, t.span_ns)};
+          return {human_ns(t.span_ns), human_ns(t.idle_ns), pct_text(t.idle_ns, t.span_ns), human_ns(t.compute_ns),
+                  pct_text(t.compute_ns, t.span_ns), human_ns(t.non_compute_ns), pct_text(t.non_compute_ns, t.span_ns)};
         },
         [](const RankAnalysis& r) { return temporal_figures(r.temporal); },
         {"span_ns", "idle_ns", "", "compute_ns", "", "non_compute_ns", ""});
@@ -128,9 +125,9 @@ std::string TraceAnalysis::text() const {
         [](const RankAnalysis& r) -> std::vector<std::string> {
           const IdleSplit& d = r.idle.device;
           const int64_t all = d.total_ns();
-          return {human_ns(all), human_ns(d.of(IdleKind::host_wait)), pct(d.of(IdleKind::host_wait), all),
-                  human_ns(d.of(IdleKind::kernel_wait)), pct(d.of(IdleKind::kernel_wait), all),
-                  human_ns(d.of(IdleKind::other)), pct(d.of(IdleKind::other), all)};
+          return {human_ns(all), human_ns(d.of(IdleKind::host_wait)), pct_text(d.of(IdleKind::host_wait), all),
+                  human_ns(d.of(IdleKind::kernel_wait)), pct_text(d.of(IdleKind::kernel_wait), all),
+                  human_ns(d.of(IdleKind::other)), pct_text(d.of(IdleKind::other), all)};
         },
         [](const RankAnalysis& r) { return idle_figures(r.idle); },
         {"idle_ns", "host_wait_ns", "", "kernel_wait_ns", "", "other_ns", ""});
@@ -142,8 +139,8 @@ std::string TraceAnalysis::text() const {
           const KernelBreakdown& k = r.kernels;
           const int64_t all = k.total_ns();
           int64_t n = k.kind_count[0] + k.kind_count[1] + k.kind_count[2];
-          return {human_ns(k.of(KernelKind::comp)), pct(k.of(KernelKind::comp), all), human_ns(k.of(KernelKind::comm)),
-                  pct(k.of(KernelKind::comm), all), human_ns(k.of(KernelKind::mem)), pct(k.of(KernelKind::mem), all),
+          return {human_ns(k.of(KernelKind::comp)), pct_text(k.of(KernelKind::comp), all), human_ns(k.of(KernelKind::comm)),
+                  pct_text(k.of(KernelKind::comm), all), human_ns(k.of(KernelKind::mem)), pct_text(k.of(KernelKind::mem), all),
                   fmt::format("{}", n)};
         },
         [](const RankAnalysis& r) { return kernel_figures(r.kernels); },
@@ -187,7 +184,7 @@ std::string TraceAnalysis::text() const {
           const LaunchStats& l = r.launches;
           return {fmt::format("{}", l.launches), human_ns(l.delay_p50_ns), human_ns(l.delay_p90_ns),
                   human_ns(l.delay_p99_ns), human_ns(l.delay_max_ns), human_ns(l.cpu_p50_ns), human_ns(l.gpu_p50_ns),
-                  fmt::format("{} ({})", l.shorter_than_launch, pct(l.shorter_than_launch, l.launches)),
+                  fmt::format("{} ({})", l.shorter_than_launch, pct_text(l.shorter_than_launch, l.launches)),
                   fmt::format("{} call, {} delay", l.runtime_outliers, l.delay_outliers)};
         },
         [](const RankAnalysis& r) { return launch_figures(r.launches); },
@@ -222,7 +219,7 @@ std::string TraceAnalysis::text() const {
       a, false, {"rank", "span", "busy", "", "idle", "launch calls", "in calls"},
       [](const RankAnalysis& r) -> std::vector<std::string> {
         const HostTime& h = r.host;
-        return {human_ns(h.span_ns), human_ns(h.busy_ns), pct(h.busy_ns, h.span_ns), human_ns(h.idle_ns),
+        return {human_ns(h.span_ns), human_ns(h.busy_ns), pct_text(h.busy_ns, h.span_ns), human_ns(h.idle_ns),
                 fmt::format("{}", h.launch_calls), human_ns(h.launch_call_ns)};
       },
       [](const RankAnalysis& r) { return host_figures(r.host); }, {"span_ns", "busy_ns", "", "idle_ns", "launch_calls", "launch_call_ns"});

@@ -149,13 +149,13 @@ std::vector<std::string> warnings_for(const Trace& a, const Trace& b, const Diff
 
 // ---- sorting and selection
 
-using Field = double (*)(const DiffSide&);
-struct SortKey {
+using DiffField = double (*)(const DiffSide&);
+struct DiffSortKey {
   const char* name;
-  Field field;
+  DiffField field;
 };
 double avg(int64_t total, int64_t count) { return count ? double(total) / double(count) : 0.0; }
-const SortKey kSortKeys[] = {
+const DiffSortKey kDiffSortKeys[] = {
     {"self_device_time_total", [](const DiffSide& s) { return double(s.self_device_ns); }},
     {"device_time_total", [](const DiffSide& s) { return double(s.device_total_ns); }},
     {"self_cpu_time_total", [](const DiffSide& s) { return double(s.self_cpu_ns); }},
@@ -277,13 +277,13 @@ ProfileDiff diff_profiles(const Trace& a, const KeyAverages& ka, const Trace& b,
 }
 
 std::vector<DiffRow> ProfileDiff::select(const DiffView& view) const {
-  const SortKey* key = nullptr;
+  const DiffSortKey* key = nullptr;
   if (!view.sort_by.empty() && view.sort_by != "name") {
-    for (const SortKey& k : kSortKeys)
+    for (const DiffSortKey& k : kDiffSortKeys)
       if (view.sort_by == k.name) key = &k;
     if (!key) {
       std::string names;
-      for (const SortKey& k : kSortKeys) names += std::string(names.empty() ? "" : ", ") + k.name;
+      for (const DiffSortKey& k : kDiffSortKeys) names += std::string(names.empty() ? "" : ", ") + k.name;
       fail("sort_by", "unknown key '{}' (expected one of {}, name)", view.sort_by, names);
     }
   }

@@ -191,8 +191,6 @@ KernelProfile kernel_profile(const Trace& trace, const KernelQuery& q, std::stri
 
 namespace {
 
-std::string pct(int64_t n, int64_t total) { return total ? fmt::format("{:.1f}%", 100.0 * double(n) / double(total)) : "-"; }
-
 std::string ms(double ns) { return ns >= 1e6 ? fmt::format("{:.2f} ms", ns / 1e6) : fmt::format("{:.1f} us", ns / 1e3); }
 
 }  // namespace
@@ -205,7 +203,7 @@ std::string kernel_profile_text(const KernelProfile& k, int max_lines, int conte
   int shown = 0;
   for (const HotLine& l : k.source) {
     if (shown++ >= max_lines) break;
-    put(out, "\n{:>7} {:>7}  {}:{}  ({})\n", pct(l.samples, k.samples), l.samples, l.file, l.line, l.function);
+    put(out, "\n{:>7} {:>7}  {}:{}  ({})\n", pct_text(l.samples, k.samples), l.samples, l.file, l.line, l.function);
     if (!l.path.empty()) {
       for (int n = std::max(1, l.line - context); n <= l.line + context; ++n) {
         std::string text = debuginfo::source_line(l.path, n);
@@ -221,38 +219,38 @@ std::string kernel_profile_text(const KernelProfile& k, int max_lines, int conte
     bool all = under.size() <= 12;
     for (const KernelInstruction* in : under)
       if (all || in->samples > 0)
-        put(out, "          {:>7} {:>6}  {:#8x}  {:<48} {} {}\n", in->samples ? pct(in->samples, k.samples) : "", in->samples,
+        put(out, "          {:>7} {:>6}  {:#8x}  {:<48} {} {}\n", in->samples ? pct_text(in->samples, k.samples) : "", in->samples,
           in->address, in->text, in->cls, in->width);
   }
   if (k.source.empty()) {
     put(out, "  (none: see the notes)\n\nInstructions with samples\n");
     for (const KernelInstruction& in : k.instructions)
       if (in.samples > 0)
-        put(out, "  {:>7} {:>6}  {:#8x}  {:<48} {} {}  ({})\n", pct(in.samples, k.samples), in.samples, in.address, in.text,
+        put(out, "  {:>7} {:>6}  {:#8x}  {:<48} {} {}  ({})\n", pct_text(in.samples, k.samples), in.samples, in.address, in.text,
           in.cls, in.width, in.function);
   }
   put(out, "\nFunctions: ");
   for (size_t i = 0; i < k.functions.size() && i < 6; ++i)
-    put(out, "{}{} {}", i ? ", " : "", k.functions[i].first, pct(k.functions[i].second, k.samples));
+    put(out, "{}{} {}", i ? ", " : "", k.functions[i].first, pct_text(k.functions[i].second, k.samples));
   put(out, "\n");
   if (k.classified) {
     auto share = [&](const char* width) {
       auto it = k.widths.find(width);
-      return pct(it == k.widths.end() ? 0 : it->second, k.classified);
+      return pct_text(it == k.widths.end() ? 0 : it->second, k.classified);
     };
     auto cls = [&](const char* c) {
       auto it = k.classes.find(c);
       return it == k.classes.end() ? int64_t(0) : it->second;
     };
     put(out, "Vector width: 512-bit {}, 256-bit {}, 128-bit {}, scalar {} (tails and scalar code); converts {}\n", share("512"),
-      share("256"), share("128"), share("scalar"), pct(cls("convert"), k.classified));
+      share("256"), share("128"), share("scalar"), pct_text(cls("convert"), k.classified));
     put(out, "Classes:");
     for (const char* c : {"fma", "arith", "load", "store", "stream_store", "convert", "shuffle", "branch", "other"})
-      if (cls(c)) put(out, " {} {}", c, pct(cls(c), k.classified));
+      if (cls(c)) put(out, " {} {}", c, pct_text(cls(c), k.classified));
     put(out, "  (of {} decoded samples)\n", k.classified);
   }
   put(out, "Cores:");
-  for (const CoreSamples& c : k.cores) put(out, " {} {} ({})", c.name, c.samples, pct(c.samples, k.samples));
+  for (const CoreSamples& c : k.cores) put(out, " {} {} ({})", c.name, c.samples, pct_text(c.samples, k.samples));
   put(out, "; imbalance {:.2f} (busiest / mean)\n", k.imbalance);
   for (const std::string& n : k.notes) put(out, "note: {}\n", n);
   return out;

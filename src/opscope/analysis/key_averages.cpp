@@ -146,7 +146,7 @@ std::string format_time(double ns, std::string_view unit) {
 double pct(int64_t part, int64_t total) { return total ? 100.0 * double(part) / double(total) : 0.0; }
 
 
-std::string fit(std::string s, size_t width) {
+std::string fit_bytes(std::string s, size_t width) {
   if (s.size() > width) s = s.substr(0, width > 3 ? width - 3 : 0) + "...";
   return s;
 }
@@ -418,7 +418,7 @@ std::string KeyAverages::table(std::string_view sort_by, int64_t row_limit, std:
   line += "\n";
   auto emit = [&](const std::vector<std::string>& c, bool picked) {
     for (size_t i = 0; i < shown.shown.size(); ++i) {
-      std::string v = fit(picked ? c[i] : c[shown.shown[i]], shown.width[i]);
+      std::string v = fit_bytes(picked ? c[i] : c[shown.shown[i]], shown.width[i]);
       out += shown.left[i] ? fmt::format("{:<{}}  ", v, shown.width[i]) : fmt::format("{:>{}}  ", v, shown.width[i]);
     }
     out += "\n";

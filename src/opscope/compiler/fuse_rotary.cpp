@@ -36,7 +36,7 @@ bool half_of(const Graph& g, int half, const Window& x, int64_t from) {
   return w.shape[nd - 1] * 2 == x.shape[nd - 1] && w.offset == x.offset + from * x.strides[nd - 1];
 }
 
-struct Match {
+struct RotaryMatch {
   int x = -1, cos = -1, sin = -1;
   std::vector<int> removed;  // the muls, the concat, the neg
 };
@@ -57,7 +57,7 @@ std::optional<int> rotated(const Graph& g, const std::vector<std::vector<int>>& 
   return lo.base;  // the caller matches it against the mul's x
 }
 
-std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& uses, const Node& add) {
+std::optional<RotaryMatch> match_rotary(const Graph& g, const std::vector<std::vector<int>>& uses, const Node& add) {
   if (add.kind != OpKind::add || add.dead || add.inputs.size() != 2 || add.outputs.size() != 1) return {};
   const Value& out = g.values[size_t(add.outputs[0])];
   if (out.dtype != DType::f32 || out.shape.size() == 0 || out.shape.back() % 2 != 0) return {};
@@ -79,7 +79,7 @@ std::optional<Match> match(const Graph& g, const std::vector<std::vector<int>>& 
         const Value &cv = g.values[size_t(cos)], &sv = g.values[size_t(sin)];
         if (cv.dtype != DType::f32 || sv.dtype != DType::f32) continue;
         if (!broadcasts_to(cv.shape, out.shape) || !broadcasts_to(sv.shape, out.shape)) continue;
-        Match m;
+        RotaryMatch m;
         m.x = x, m.cos = cos, m.sin = sin;
         const Node& cat = g.producer(rh);
         m.removed = {g.values[size_t(a)].node, g.values[size_t(b)].node, g.values[size_t(rh)].node,
@@ -97,7 +97,7 @@ void fuse_rotary(Graph& g) {
   const std::vector<std::vector<int>> uses = g.uses();
   bool any = false;
   for (Node& add : g.nodes) {
-    std::optional<Match> m = match(g, uses, add);
+    std::optional<RotaryMatch> m = match_rotary(g, uses, add);
     if (!m) continue;
     bool taken = false;
     for (int r : m->removed) taken = taken || g.nodes[size_t(r)].dead;

@@ -21,7 +21,7 @@ struct KernelOrigins {
 };
 
 std::mutex g_mutex;
-std::map<std::string, KernelOrigins>* g_kernels = new std::map<std::string, KernelOrigins>;  // leaked: read at exit
+std::map<std::string, KernelOrigins>* g_origins = new std::map<std::string, KernelOrigins>;  // leaked: read at exit
 
 void add_unique(std::vector<std::string>& v, const std::string& s) {
   if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
@@ -78,7 +78,7 @@ void register_kernel_origins(const std::string& kernel, const std::vector<const 
     prof::set_trace_annotator("compiler.kernel_origins", annotate_trace_origins);
     installed = true;
   }
-  KernelOrigins& k = (*g_kernels)[kernel];
+  KernelOrigins& k = (*g_origins)[kernel];
   for (const Origin* o : origins) {
     if (!o) continue;
     add_unique(k.ops, o->op);
@@ -91,7 +91,7 @@ void annotate_trace_origins(prof::Trace& trace) {
   std::map<std::string, KernelOrigins> known;
   {
     std::lock_guard<std::mutex> g(g_mutex);
-    known = *g_kernels;
+    known = *g_origins;
   }
   if (known.empty()) return;
   std::set<std::string> ran;

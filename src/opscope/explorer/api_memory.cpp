@@ -10,7 +10,6 @@ namespace opscope::explorer::api {
 using nlohmann::json;
 
 namespace {
-constexpr int64_t kMaxTime = int64_t(1) << 62;
 constexpr int kMaxMemoryPoints = 2000;
 }  // namespace
 

@@ -13,7 +13,6 @@ using nlohmann::json;
 using prof::EventKind;
 
 namespace {
-constexpr int64_t kMaxTime = int64_t(1) << 62;
 constexpr int kMaxPx = 20000;
 constexpr size_t kMaxFlowLaunches = 400;
 

@@ -12,6 +12,10 @@ struct ApiError : std::runtime_error {
   int status;
 };
 
+// The widest time window a query may name (t0, t1 in ns): far past any trace, and t1 - t0
+// cannot overflow.
+constexpr int64_t kMaxTime = int64_t(1) << 62;
+
 // Query parameters: absent → fallback; present but malformed or out of range → 400.
 int64_t int_param(const Params& params, const std::string& key, int64_t fallback, int64_t lo,
                   int64_t hi);

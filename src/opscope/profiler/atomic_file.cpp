@@ -46,6 +46,8 @@ AtomicPath::AtomicPath(AtomicPath&& o) noexcept
 
 AtomicPath::~AtomicPath() { discard(); }
 
+std::string AtomicPath::folder() const { return folder_of(path_); }
+
 void AtomicPath::discard() noexcept {
   if (done_) return;
   done_ = true;

@@ -21,6 +21,8 @@ class AtomicPath {
 
   const std::string& path() const { return path_; }
   const std::string& temp() const { return temp_; }
+  // The folder both lie in ("." for a bare name).
+  std::string folder() const;
   // fsyncs the temp file, renames it onto path() and fsyncs the folder.
   // Throws Error "[where] <path>: ..." on failure (the temp file is then removed).
   void commit(std::string_view where = "file");

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "opscope/core/error.h"
 
@@ -26,11 +25,6 @@ constexpr size_t kHugePage = size_t(2) << 20;
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-std::string folder_of(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return dir.empty() ? "." : dir;
-}
-
 }  // namespace
 
 StreamFile::Block::~Block() { std::free(data); }
@@ -46,7 +40,7 @@ StreamFile::StreamFile(std::string path, std::string_view where, bool allow_dire
   }
   if (fd_ < 0) {
     int err = errno;
-    fail(where_, "{}: cannot write in folder {} ({})", tmp_.path(), folder_of(tmp_.path()),
+    fail(where_, "{}: cannot write in folder {} ({})", tmp_.path(), tmp_.folder(),
          std::strerror(err));
   }
   try {
