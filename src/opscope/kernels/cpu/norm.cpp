@@ -152,6 +152,18 @@ constexpr float kNormalSpread = -86.5f;
   return p * f + 9.999992847442627e-1f;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+// 2^f per lane for f in [0, 1): a degree-4 fit, to 2.7e-6 relative, as exp2_fraction's on
+// [-0.5, 0.5] (an interval as long).
+[[gnu::always_inline]] inline f32v exp2_unit_fraction(f32v f) {
+  f32v p = broadcast(1.3534121215343475e-2f);
+  p = p * f + 5.2011482417583466e-2f;
+  p = p * f + 2.4144279956817627e-1f;
+  p = p * f + 6.930038332939148e-1f;
+  return p * f + 1.0000026226043701f;
+}
+#endif
+
 // The largest |max| of a half row whose e^ may take y = x log2(e) - max log2(e) as one FMA
 // (exp_shifted_for_half). The rounding of max log2(e) shifts every y of the row alike, which
 // the division by their sum cancels; below 2^22 it is at most 0.25, and keeps each y within
@@ -161,13 +173,22 @@ constexpr float kHalfFmaMax = 4194304.0f;
 
 // e^(x - m) per lane for a softmax whose output is bf16 or f16, to 3e-6 relative: far inside
 // half an ulp of either (2e-3, 2.4e-4), in about half the instructions of exp_lanes. As 2^y
-// with y = (x - m) log2(e), 2^n * p(y - n), p a fit of 2^f on [-0.5, 0.5]. y is at most 0 (m
+// with y = (x - m) log2(e), 2^n * p(y - n), p a fit of 2^f on [-0.5, 0.5] (n = floor(y) and
+// [0, 1) where kInRange has AVX-512DQ, below). y is at most 0 (m
 // is the row's max); -inf and y below -150 give 0, NaN stays NaN. kInRange: every x - m is
 // in [kNormalSpread, 0] or NaN and |m| <= kHalfFmaMax, so no clamp and the scaling by
 // exponent bits.
 template <bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted_for_half(f32v x, float m) {
   if constexpr (kInRange) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    // y in one FMA, f = y - floor(y) in one vreduceps, and vscalefps multiplies by
+    // 2^floor(y) itself, so n is never formed: 8 instructions an e^ with the sum, where
+    // y = (x - m) log2(e), round, subtract and scale by n took 11.
+    f32v y = x * kLog2e - m * kLog2e;
+    __m512 f = _mm512_maskz_reduce_ps(0xffff, std::bit_cast<__m512>(y), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    return std::bit_cast<f32v>(_mm512_maskz_scalef_ps(
+        0xffff, std::bit_cast<__m512>(exp2_unit_fraction(std::bit_cast<f32v>(f))), std::bit_cast<__m512>(y)));
+#elif defined(__AVX512F__)
     f32v y = (x - m) * kLog2e;
     f32v n = round_lanes(y);
     return scale_normal_lanes(exp2_fraction(y - n), n);
