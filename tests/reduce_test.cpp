@@ -136,6 +136,20 @@ TEST(Reduce, HalfRowsReduceAsTheirF32Values) {
     }
 }
 
+// A bf16 row's sum folds its 32 lane sums in the order the f32 row's does, although the
+// kernel reads bf16 as even and odd lanes (bf16_even_odd.h): with 2^24 in lane 0 and -2^24 in
+// lane 2, the ones of lanes 1, 3, 4, ... count only after the two cancel (29 in order; 30 if
+// the even lanes were folded first).
+TEST(Reduce, Bf16RowSumsFoldTheirLanesInOrder) {
+  for (int64_t blocks : {1, 3}) {
+    std::vector<float> v(size_t(32 * blocks), 0.0f);
+    for (int64_t i = 0; i < 32; ++i) v[size_t(i)] = i == 0 ? 16777216.0f : i == 2 ? -16777216.0f : 1.0f;
+    Tensor x = from_host(v, {1, 32 * blocks}, DType::bf16);
+    EXPECT_EQ(sum(x, {-1}).to_float_vector(), std::vector<float>{29.0f}) << blocks << " blocks of 32";
+    EXPECT_EQ(sum(x, {-1}).to_float_vector(), sum(x.to(DType::f32), {-1}).to(DType::bf16).to_float_vector());
+  }
+}
+
 TEST(Reduce, ColumnsOfOuterAxes) {
   check_all(randn({4097, 3}, 1), {0}, 1e-5, 1e-4, "(4097, 3) axis 0");
   check_all(randn({7, 300}, 2), {0}, 1e-5, 1e-5, "(7, 300) axis 0");

@@ -1,10 +1,11 @@
-// bf16 rows as even and odd elements, for AVX2. Where every row of a lane-wise computation
-// is bf16, AVX2 takes 16 elements at a time as two registers of f32 lanes: the even elements
-// and the odd ones. A bf16 is the high half of an f32, so one 256-bit load becomes the two by
-// a shift and an and, and the two go back by a shift and a blend. The in-order form
-// (half_rows.h) spends a widening and a shift on each 8 in, and a pack and an extract on each
-// 8 out, all on the two ports that shift and shuffle: a bf16 layer_norm ran at half f16's
-// speed. The lanes are out of order, so this is for lane-wise work only.
+// bf16 rows as even and odd elements. Where every row of a lane-wise computation is bf16,
+// each 2 x kVecLanes elements are taken as two registers of f32 lanes: the even elements and
+// the odd ones. A bf16 is the high half of an f32, so one load becomes the two by a shift and
+// an and, and the two go back by a shift and a blend (AVX-512 with BF16: one convert and one
+// word permute). The in-order form (half_rows.h) spends a widening and a shift on each
+// register in, and a narrowing on each out, on the ports that shift and shuffle: a bf16
+// layer_norm ran at half f16's speed under AVX2. The lanes are out of order, so this is for
+// lane-wise work, and for sums whose lanes are folded back in order (reduce.h's row_lanes).
 #pragma once
 #include <immintrin.h>
 
@@ -17,7 +18,16 @@
 
 namespace opscope::cpu_kernels {
 
-// Used where AVX2 is the widest: AVX-512 takes 16 in order in one register (half_rows.h).
+// The row kernels (norm.cpp, reduce.h) take bf16 rows so under AVX2 and AVX-512BW (Zen 5,
+// 1024x4096 bf16 rms_norm: 283-300 us in order, 236-255 us as even and odd).
+inline constexpr bool kBf16EvenOddRows =
+#if (defined(__AVX512F__) && defined(__AVX512BW__)) || (defined(__AVX2__) && !defined(__AVX512F__))
+    true;
+#else
+    false;
+#endif
+// The elementwise kernels' f32 blocks (elementwise_unary.cpp, elementwise_binary.cpp) take
+// them so only where AVX2 is the widest, 16 at a time.
 inline constexpr bool kBf16EvenOdd =
 #if defined(__AVX2__) && !defined(__AVX512F__)
     true;
@@ -25,7 +35,56 @@ inline constexpr bool kBf16EvenOdd =
     false;
 #endif
 
-#if defined(__AVX2__)
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+struct EvenOdd {
+  f32v even, odd;
+};
+
+// 32 bf16 from p: elements 0, 2, .. 30 and 1, 3, .. 31. (maskz shifts: GCC 12 warns of the
+// plain intrinsics' undefined operand.)
+[[gnu::always_inline]] inline EvenOdd load_bf16_even_odd(const bf16_t* p) {
+  __m512i u = _mm512_loadu_si512(p);
+  return {std::bit_cast<f32v>(_mm512_maskz_slli_epi32(0xffff, u, 16)),
+          std::bit_cast<f32v>(_mm512_and_si512(u, _mm512_set1_epi32(int(0xffff0000u))))};
+}
+
+// The inverse of load_bf16_even_odd, rounded as bf16_lanes_on_bits rounds (to nearest even,
+// NaN kept and quieted); streamed where asked and p is 64-byte aligned. kNoNaN: the caller
+// knows no lane is NaN.
+template <bool kNoNaN = false>
+[[gnu::always_inline]] inline void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream) {
+  __m512 e = std::bit_cast<__m512>(v.even), o = std::bit_cast<__m512>(v.odd);
+  __m512i h;
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+  // vcvtne2ps2bf16 (even's 16 in the low half, odd's in the high half) rounds and quiets
+  // as the bits do, but reads a denormal as 0: a register with one takes the bit form.
+  if (!(_mm512_fpclass_ps_mask(e, 0x20) | _mm512_fpclass_ps_mask(o, 0x20))) [[likely]] {
+    alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+                                                             21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+                                                             11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    h = _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(o, e)));
+  } else
+#endif
+  {
+    auto high_half = [](__m512i u) {  // bf16 rounded into the high 16 bits (to nearest even)
+      __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, u, 16), _mm512_set1_epi32(1));
+      return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+    };
+    __m512i ue = _mm512_castps_si512(e), uo = _mm512_castps_si512(o), re = high_half(ue), ro = high_half(uo);
+    if constexpr (!kNoNaN) {
+      __mmask16 ne = _mm512_cmp_ps_mask(e, e, _CMP_UNORD_Q), no = _mm512_cmp_ps_mask(o, o, _CMP_UNORD_Q);
+      re = _mm512_mask_or_epi32(re, ne, ue, _mm512_set1_epi32(0x400000));
+      ro = _mm512_mask_or_epi32(ro, no, uo, _mm512_set1_epi32(0x400000));
+    }
+    h = _mm512_mask_blend_epi16(0xaaaaaaaa, _mm512_maskz_srli_epi32(0xffff, re, 16), ro);
+  }
+  if (stream && reinterpret_cast<uintptr_t>(p) % 64 == 0) return _mm512_stream_si512(reinterpret_cast<__m512i*>(p), h);
+  _mm512_storeu_si512(p, h);
+}
+// Only the elementwise kernels' AVX2 blocks take these (kBf16EvenOdd).
+void bf16_to_even_odd_f32(const bf16_t* p, float* buf, int64_t m);
+void even_odd_f32_to_bf16(const float* buf, bf16_t* p, int64_t m, bool stream);
+#elif defined(__AVX2__)
 using f32x8 = float __attribute__((vector_size(32)));  // f32v where AVX2 is the widest
 static_assert(!kBf16EvenOdd || std::is_same_v<f32x8, f32v>);
 

@@ -228,11 +228,11 @@ template <class T, bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted
 
 // y[i] = g(the lanes of each source row at i) for i < n: kVecLanes at a time in f32, each
 // source read as f32 and the result stored as T (half_rows.h), streamed when asked; the
-// tail as one more vector, padded. Where every row is bf16 under AVX2, 16 at a time as even
+// tail as one more vector, padded. Where every row is bf16, 2 x kVecLanes at a time as even
 // and odd lanes (bf16_even_odd.h).
 template <class T, class G, class... S> inline void map_row(T* y, int64_t n, bool stream, G&& g, const S*... src) {
   int64_t i = 0;
-  if constexpr (kBf16EvenOdd && std::is_same_v<T, bf16_t> && (std::is_same_v<S, bf16_t> && ...)) {
+  if constexpr (kBf16EvenOddRows && std::is_same_v<T, bf16_t> && (std::is_same_v<S, bf16_t> && ...)) {
     for (; i + 2 * kVecLanes <= n; i += 2 * kVecLanes)
       store_bf16_even_odd(y + i, {g(load_bf16_even_odd(src + i).even...), g(load_bf16_even_odd(src + i).odd...)}, stream);
   }
@@ -287,11 +287,13 @@ inline float exp_shifted_row(const T* x, float* t, int64_t n, float m, const N* 
 // as in torch. The min costs one vminps beside each vmaxps; it says whether the row's e^ may
 // take exp_lanes_in_range.
 // With kKeep (bf16, f16), the row converted to f32 is stored there as well: the exp pass
-// then loads f32 lanes from L1 instead of converting the halves a second time.
-// A bf16 row's keep under AVX2 holds each 16 elements as their even lanes, then their odd
+// then loads f32 lanes from L1 instead of converting the halves a second time. (Even bf16's
+// two-instruction convert as even and odd lanes: 308-329 us with the keep at 1024x4096 on
+// Zen 5, 336-360 converting twice.)
+// A bf16 row's keep holds each 2 x kVecLanes elements as their even lanes, then their odd
 // lanes (bf16_even_odd.h): loaded so here, e^ in place lane by lane, stored back in order by
 // softmax_rows.
-template <class T> constexpr bool kKeepEvenOdd = kBf16EvenOdd && std::is_same_v<T, bf16_t>;
+template <class T> constexpr bool kKeepEvenOdd = kBf16EvenOddRows && std::is_same_v<T, bf16_t>;
 
 struct RowExtent {
   float max, min;
