@@ -103,34 +103,35 @@ TEST(HalfRows, Bf16RoundsToNearestEvenAsTorch) {
   for (bf16_t h : q) EXPECT_TRUE(std::isnan(to_f32(h)));
 }
 
-#if defined(__AVX2__)
-// bf16_even_odd.h, which the norms and softmax use for bf16 rows where AVX2 is the widest:
-// 16 bf16 go to f32 lanes as even and odd elements and back unchanged, and f32 lanes stored
-// through it round as the element conversion does (ties, denormals, inf, NaN payloads, the
-// sweep), to aligned (streamed) and unaligned rows.
+#if (defined(__AVX512F__) && defined(__AVX512BW__)) || (defined(__AVX2__) && !defined(__AVX512F__))
+// bf16_even_odd.h, which the norms, softmax and row sums use for bf16 rows (AVX2, AVX-512BW):
+// 2 x kVecLanes bf16 go to f32 lanes as even and odd elements and back unchanged, and f32
+// lanes stored through it round as the element conversion does (ties, denormals, inf, NaN
+// payloads, the sweep), to aligned (streamed) and unaligned rows.
 TEST(HalfRows, Bf16EvenOddIsTheElementConversion) {
+  constexpr size_t V = kVecLanes, W = 2 * V;
   std::vector<float> x = special_floats();
   for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 65521) x.push_back(std::bit_cast<float>(uint32_t(u)));
-  x.resize((x.size() + 15) / 16 * 16, 1.0f);
-  alignas(32) bf16_t out[17];
+  x.resize((x.size() + W - 1) / W * W, 1.0f);
+  alignas(64) bf16_t out[W + 1];
   int bad = 0;
-  for (size_t b = 0; b < x.size(); b += 16) {
+  for (size_t b = 0; b < x.size(); b += W) {
     EvenOdd v;
-    for (int j = 0; j < 8; ++j) {
-      v.even[j] = x[b + 2 * size_t(j)];
-      v.odd[j] = x[b + 2 * size_t(j) + 1];
+    for (size_t j = 0; j < V; ++j) {
+      v.even[j] = x[b + 2 * j];
+      v.odd[j] = x[b + 2 * j + 1];
     }
-    for (int offset : {0, 1}) {  // 32-byte aligned and streamed, then unaligned
+    for (int offset : {0, 1}) {  // aligned and streamed, then unaligned
       store_bf16_even_odd(out + offset, v, true);
       end_stream(true);
-      for (int j = 0; j < 16; ++j) {
-        float f = x[b + size_t(j)];
+      for (size_t j = 0; j < W; ++j) {
+        float f = x[b + j];
         if (bits(out[offset + j]) != bits(from_f32<bf16_t>(f)) && ++bad < 5)
           ADD_FAILURE() << "f32 bits " << std::hex << std::bit_cast<uint32_t>(f) << " stored as "
                         << bits(out[offset + j]) << ", want " << bits(from_f32<bf16_t>(f));
       }
       EvenOdd back = load_bf16_even_odd(out + offset);
-      for (int j = 0; j < 8; ++j) {
+      for (size_t j = 0; j < V; ++j) {
         bad += std::bit_cast<uint32_t>(back.even[j]) != std::bit_cast<uint32_t>(to_f32(out[offset + 2 * j]));
         bad += std::bit_cast<uint32_t>(back.odd[j]) != std::bit_cast<uint32_t>(to_f32(out[offset + 2 * j + 1]));
       }
