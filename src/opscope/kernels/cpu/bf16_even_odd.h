@@ -1,8 +1,8 @@
 // bf16 rows as even and odd elements. Where every row of a lane-wise computation is bf16,
 // each 2 x kVecLanes elements are taken as two registers of f32 lanes: the even elements and
 // the odd ones. A bf16 is the high half of an f32, so one load becomes the two by a shift and
-// an and, and the two go back by a shift and a blend (AVX-512 with BF16: one convert and one
-// word permute). The in-order form (half_rows.h) spends a widening and a shift on each
+// an and, and the two go back by a shift and a blend (AVX-512: a convert of each, or one
+// vcvtne2ps2bf16 for both, and one word permute). The in-order form (half_rows.h) spends a widening and a shift on each
 // register in, and a narrowing on each out, on the ports that shift and shuffle: a bf16
 // layer_norm ran at half f16's speed under AVX2. The lanes are out of order, so this is for
 // lane-wise work, and for sums whose lanes are folded back in order (reduce.h's row_lanes).
@@ -49,35 +49,29 @@ struct EvenOdd {
 }
 
 // The inverse of load_bf16_even_odd, rounded as bf16_lanes_on_bits rounds (to nearest even,
-// NaN kept and quieted); streamed where asked and p is 64-byte aligned. kNoNaN: the caller
-// knows no lane is NaN.
+// NaN kept and quieted); streamed where asked and p is 64-byte aligned. The even lanes' 16
+// bf16 and the odd lanes' 16 are made side by side, then interleaved by one vpermw. (kNoNaN
+// matters only to the AVX2 form, whose NaN test it skips.)
 template <bool kNoNaN = false>
 [[gnu::always_inline]] inline void store_bf16_even_odd(bf16_t* p, EvenOdd v, bool stream) {
-  __m512 e = std::bit_cast<__m512>(v.even), o = std::bit_cast<__m512>(v.odd);
-  __m512i h;
+  using u16x32 = uint16_t __attribute__((vector_size(64)));
+  u16x32 side_by_side;
 #if defined(__AVX512BF16__) && defined(__AVX512DQ__)
-  // vcvtne2ps2bf16 (even's 16 in the low half, odd's in the high half) rounds and quiets
-  // as the bits do, but reads a denormal as 0: a register with one takes the bit form.
-  if (!(_mm512_fpclass_ps_mask(e, 0x20) | _mm512_fpclass_ps_mask(o, 0x20))) [[likely]] {
-    alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
-                                                             21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
-                                                             11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    h = _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(o, e)));
-  } else
+  // one vcvtne2ps2bf16, which rounds and quiets as the bits do but reads a denormal as 0:
+  // a register holding one takes the bit form
+  __m512 e = std::bit_cast<__m512>(v.even), o = std::bit_cast<__m512>(v.odd);
+  if (!(_mm512_fpclass_ps_mask(e, 0x20) | _mm512_fpclass_ps_mask(o, 0x20))) [[likely]]
+    side_by_side = std::bit_cast<u16x32>(_mm512_cvtne2ps_pbh(o, e));
+  else
 #endif
   {
-    auto high_half = [](__m512i u) {  // bf16 rounded into the high 16 bits (to nearest even)
-      __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, u, 16), _mm512_set1_epi32(1));
-      return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
-    };
-    __m512i ue = _mm512_castps_si512(e), uo = _mm512_castps_si512(o), re = high_half(ue), ro = high_half(uo);
-    if constexpr (!kNoNaN) {
-      __mmask16 ne = _mm512_cmp_ps_mask(e, e, _CMP_UNORD_Q), no = _mm512_cmp_ps_mask(o, o, _CMP_UNORD_Q);
-      re = _mm512_mask_or_epi32(re, ne, ue, _mm512_set1_epi32(0x400000));
-      ro = _mm512_mask_or_epi32(ro, no, uo, _mm512_set1_epi32(0x400000));
-    }
-    h = _mm512_mask_blend_epi16(0xaaaaaaaa, _mm512_maskz_srli_epi32(0xffff, re, 16), ro);
+    u16v even = bf16_lanes_on_bits(v.even), odd = bf16_lanes_on_bits(v.odd);
+    side_by_side = __builtin_shufflevector(even, odd, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+                                           19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
   }
+  alignas(64) static constexpr uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                           8,  24, 9,  25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  __m512i h = _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), std::bit_cast<__m512i>(side_by_side));
   if (stream && reinterpret_cast<uintptr_t>(p) % 64 == 0) return _mm512_stream_si512(reinterpret_cast<__m512i*>(p), h);
   _mm512_storeu_si512(p, h);
 }

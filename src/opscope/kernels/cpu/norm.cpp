@@ -174,10 +174,9 @@ constexpr float kHalfFmaMax = 4194304.0f;
 // e^(x - m) per lane for a softmax whose output is bf16 or f16, to 3e-6 relative: far inside
 // half an ulp of either (2e-3, 2.4e-4), in about half the instructions of exp_lanes. As 2^y
 // with y = (x - m) log2(e), 2^n * p(y - n), p a fit of 2^f on [-0.5, 0.5] (n = floor(y) and
-// [0, 1) where kInRange has AVX-512DQ, below). y is at most 0 (m
-// is the row's max); -inf and y below -150 give 0, NaN stays NaN. kInRange: every x - m is
-// in [kNormalSpread, 0] or NaN and |m| <= kHalfFmaMax, so no clamp and the scaling by
-// exponent bits.
+// [0, 1) where kInRange has AVX-512DQ, below). y is at most 0 (m is the row's max); -inf
+// and y below -150 give 0, NaN stays NaN. kInRange: every x - m is in [kNormalSpread, 0] or
+// NaN and |m| <= kHalfFmaMax, so no clamp and the scaling by exponent bits.
 template <bool kInRange> [[gnu::always_inline]] inline f32v exp_shifted_for_half(f32v x, float m) {
   if constexpr (kInRange) {
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
